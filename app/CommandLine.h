@@ -1,0 +1,35 @@
+#pragma once
+// A small command-line parser for the CLI and the bench (Qt-free, so they build headless):
+// "--key value" options and "--flag" switches, each declared up front so a typo is an error.
+#include <cstdint>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+class CommandLine {
+public:
+    CommandLine(std::set<std::string> options, std::set<std::string> flags);
+
+    // Parses argv[first..]; throws UsageError for unknown or incomplete arguments.
+    void parse(int argc, char** argv, int first);
+
+    bool has(const std::string& name) const;
+    std::string get(const std::string& name, const std::string& fallback = "") const;
+    int getInt(const std::string& name, int fallback) const;
+    double getDouble(const std::string& name, double fallback) const;
+    uint64_t getU64(const std::string& name, uint64_t fallback) const;
+
+private:
+    std::set<std::string> options_, flags_;
+    std::map<std::string, std::string> values_;
+};
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+} // namespace kvsteer

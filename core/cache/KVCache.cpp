@@ -1,0 +1,102 @@
+#include "cache/KVCache.h"
+
+#include "Error.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+
+#include <algorithm>
+
+namespace kvsteer {
+
+KVCache::KVCache(int numLayers, int64_t batch, int64_t kvHeads, int64_t headDim, int64_t capacity, at::TensorOptions options)
+    : batch_(batch), capacity_(capacity), fill_(numLayers, 0) {
+    for (int l = 0; l < numLayers; ++l) {
+        k_.push_back(at::empty({batch, kvHeads, capacity, headDim}, options));
+        v_.push_back(at::empty({batch, kvHeads, capacity, headDim}, options));
+    }
+}
+
+std::pair<at::Tensor, at::Tensor> KVCache::update(const at::Tensor& k, const at::Tensor& v, int layer) {
+    if (layer < 0 || layer >= numLayers()) throw Error("KVCache::update: layer " + std::to_string(layer) + " out of range");
+    const int64_t t = k.size(2);
+    const int64_t start = fill_[layer];
+    if (start + t > capacity_) reserve(std::max(start + t, capacity_ * 2));
+    k_[layer].narrow(2, start, t).copy_(k);
+    v_[layer].narrow(2, start, t).copy_(v);
+    fill_[layer] = start + t;
+    return {k_[layer].narrow(2, 0, start + t), v_[layer].narrow(2, 0, start + t)};
+}
+
+at::Tensor KVCache::keys(int layer) const { return k_.at(layer).narrow(2, 0, fill_.at(layer)); }
+at::Tensor KVCache::values(int layer) const { return v_.at(layer).narrow(2, 0, fill_.at(layer)); }
+
+KVCache KVCache::clone() const {
+    KVCache c = *this;   // copies the bookkeeping; the tensors are shared until replaced below
+    for (size_t l = 0; l < k_.size(); ++l) {
+        c.k_[l] = k_[l].clone();
+        c.v_[l] = v_[l].clone();
+    }
+    return c;
+}
+
+void KVCache::truncate(int64_t n) {
+    if (n < 0 || n > size()) throw Error("KVCache::truncate: " + std::to_string(n) + " is outside 0.." + std::to_string(size()));
+    for (auto& f : fill_) f = n;
+    if (static_cast<int64_t>(tokens_.size()) > n) tokens_.resize(n);
+    if (visualSpan.valid() && visualSpan.end() > n) visualSpan = VisualSpan{};
+}
+
+void KVCache::reserve(int64_t capacity) {
+    if (capacity <= capacity_) return;
+    for (size_t l = 0; l < k_.size(); ++l) {
+        auto grow = [&](at::Tensor& buf) {
+            auto sizes = buf.sizes().vec();
+            sizes[2] = capacity;
+            at::Tensor bigger = at::empty(sizes, buf.options());
+            bigger.narrow(2, 0, fill_[l]).copy_(buf.narrow(2, 0, fill_[l]));
+            buf = bigger;
+        };
+        grow(k_[l]);
+        grow(v_[l]);
+    }
+    capacity_ = capacity;
+}
+
+KVCache KVCache::stackRows(const std::vector<const KVCache*>& rows) {
+    if (rows.empty()) throw Error("KVCache::stackRows: no rows");
+    const KVCache& first = *rows.front();
+    for (const KVCache* r : rows)
+        if (r->size() != first.size() || r->numLayers() != first.numLayers() || r->batch() != 1)
+            throw Error("KVCache::stackRows: rows must be single-row caches of equal length and depth");
+    KVCache c;
+    c.batch_ = static_cast<int64_t>(rows.size());
+    c.capacity_ = first.capacity_;
+    for (const KVCache* r : rows) c.capacity_ = std::min(c.capacity_, r->capacity_);
+    c.fill_ = first.fill_;
+    c.tokens_ = first.tokens_;
+    c.visualSpan = first.visualSpan;
+    for (int l = 0; l < first.numLayers(); ++l) {
+        std::vector<at::Tensor> ks, vs;
+        for (const KVCache* r : rows) {
+            ks.push_back(r->k_[l].narrow(2, 0, c.capacity_));
+            vs.push_back(r->v_[l].narrow(2, 0, c.capacity_));
+        }
+        c.k_.push_back(at::cat(ks, 0));
+        c.v_.push_back(at::cat(vs, 0));
+    }
+    return c;
+}
+
+KVCache KVCache::row(int64_t b) const {
+    KVCache c = *this;
+    c.batch_ = 1;
+    for (size_t l = 0; l < k_.size(); ++l) {
+        c.k_[l] = k_[l].narrow(0, b, 1).clone();
+        c.v_[l] = v_[l].narrow(0, b, 1).clone();
+    }
+    return c;
+}
+
+} // namespace kvsteer

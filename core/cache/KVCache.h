@@ -1,0 +1,69 @@
+#pragma once
+// KVCache: per-layer keys and values of a Llama decoder, [B, H_kv, T, D], preallocated to a
+// capacity so decoding appends in place. Keys are stored after RoPE (as transformers does).
+//
+// The number of tokens held, size(), is the only source of positions: the next token fed goes
+// to position size(). Each layer keeps its own fill count while a forward pass is under way;
+// size() reports the last layer's, i.e. the tokens every layer has seen.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace kvsteer {
+
+// Where the image's tokens sit in the sequence, and how they map onto the patch grid:
+// visual token i (0-based inside the span) is grid cell (i / gridWidth, i % gridWidth).
+struct VisualSpan {
+    int64_t start = -1;
+    int64_t length = 0;
+    int gridHeight = 0;
+    int gridWidth = 0;
+    bool valid() const { return start >= 0 && length > 0; }
+    int64_t end() const { return start + length; }
+    int64_t positionOfCell(int row, int col) const { return start + int64_t(row) * gridWidth + col; }
+};
+
+class KVCache {
+public:
+    KVCache() = default;
+    KVCache(int numLayers, int64_t batch, int64_t kvHeads, int64_t headDim, int64_t capacity, at::TensorOptions options);
+
+    int64_t size() const { return fill_.empty() ? 0 : fill_.back(); }
+    int64_t capacity() const { return capacity_; }
+    int64_t batch() const { return batch_; }
+    int numLayers() const { return static_cast<int>(fill_.size()); }
+    bool empty() const { return size() == 0; }
+
+    // Appends k, v ([B, H_kv, T, D]) to `layer` and returns that layer's keys and values for all
+    // tokens so far (views, no copy). Grows the buffers if the capacity is exceeded.
+    std::pair<at::Tensor, at::Tensor> update(const at::Tensor& k, const at::Tensor& v, int layer);
+
+    // Views of the held tokens, [B, H_kv, size(), D]. Writing through them edits the cache.
+    at::Tensor keys(int layer) const;
+    at::Tensor values(int layer) const;
+
+    KVCache clone() const;            // deep copy (same capacity)
+    void truncate(int64_t n);         // forget tokens n.. (their positions will be reused)
+    void reserve(int64_t capacity);   // grow the buffers ahead of a long decode
+
+    // The ids whose K/V the cache holds (kept by the Session; lets a resume skip a cached prefix).
+    const std::vector<int64_t>& tokens() const { return tokens_; }
+    void appendTokens(const std::vector<int64_t>& ids) { tokens_.insert(tokens_.end(), ids.begin(), ids.end()); }
+
+    VisualSpan visualSpan;
+
+    // Batch rows: stack single-row caches into one batch (side-by-side decoding), or take a row out.
+    static KVCache stackRows(const std::vector<const KVCache*>& rows);
+    KVCache row(int64_t b) const;
+
+private:
+    int64_t batch_ = 0;
+    int64_t capacity_ = 0;
+    std::vector<at::Tensor> k_, v_;   // [B, H_kv, capacity, D] per layer
+    std::vector<int64_t> fill_;       // tokens written per layer
+    std::vector<int64_t> tokens_;
+};
+
+} // namespace kvsteer

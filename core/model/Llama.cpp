@@ -1,0 +1,149 @@
+#include "model/Llama.h"
+
+#include "Error.h"
+#include "cache/KVCache.h"
+#include "model/Checkpoint.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/embedding.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/outer.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/softmax.h>
+
+#include <cmath>
+#include <limits>
+
+namespace kvsteer {
+
+namespace {
+
+std::string layerName(int i, const std::string& rest) { return "text.layers." + std::to_string(i) + "." + rest; }
+
+} // namespace
+
+Llama::Llama(const TextConfig& c, const Checkpoint& ckpt, const WeightFormat& format) : config_(c), format_(format) {
+    const int64_t d = c.hiddenSize, hd = c.headDim, qDim = int64_t(c.numHeads) * hd, kvDim = int64_t(c.numKvHeads) * hd;
+    const int64_t inter = c.intermediateSize, vocab = c.vocabSize;
+    WeightFormat small = format;
+    small.storage = format.compute;
+
+    embedTokens_ = loadWeight(ckpt, "text.embed_tokens.weight", {vocab, d}, format);
+    finalNorm_ = loadWeight(ckpt, "text.norm.weight", {d}, small);
+    if (ckpt.has("lm_head.weight")) lmHead_ = loadWeight(ckpt, "lm_head.weight", {vocab, d}, format);
+    else if (c.tieWordEmbeddings) lmHead_ = embedTokens_;
+    else lmHead_ = loadWeight(ckpt, "lm_head.weight", {vocab, d}, format);   // throws: missing tensor
+
+    for (int i = 0; i < c.numLayers; ++i) {
+        Layer L;
+        L.inputNorm = loadWeight(ckpt, layerName(i, "input_layernorm.weight"), {d}, small);
+        L.postNorm = loadWeight(ckpt, layerName(i, "post_attention_layernorm.weight"), {d}, small);
+        L.qkvWeight = at::cat({loadWeight(ckpt, layerName(i, "self_attn.q_proj.weight"), {qDim, d}, format),
+                               loadWeight(ckpt, layerName(i, "self_attn.k_proj.weight"), {kvDim, d}, format),
+                               loadWeight(ckpt, layerName(i, "self_attn.v_proj.weight"), {kvDim, d}, format)});
+        L.oWeight = loadWeight(ckpt, layerName(i, "self_attn.o_proj.weight"), {d, qDim}, format);
+        L.gateUpWeight = at::cat({loadWeight(ckpt, layerName(i, "mlp.gate_proj.weight"), {inter, d}, format),
+                                  loadWeight(ckpt, layerName(i, "mlp.up_proj.weight"), {inter, d}, format)});
+        L.downWeight = loadWeight(ckpt, layerName(i, "mlp.down_proj.weight"), {d, inter}, format);
+        layers_.push_back(std::move(L));
+    }
+
+    // RoPE tables exactly as transformers builds them: inv_freq = 1 / theta^(2i/d) in float32,
+    // angles = position * inv_freq in float32, the half-dim table repeated twice.
+    auto f32 = at::TensorOptions().dtype(at::kFloat);
+    at::Tensor invFreq = 1.0 / at::pow(c.ropeTheta, at::arange(0, hd, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(hd));
+    at::Tensor positions = at::arange(c.maxPositionEmbeddings, f32);
+    at::Tensor angles = at::outer(positions, invFreq);
+    at::Tensor emb = at::cat({angles, angles}, -1);
+    ropeCos_ = emb.cos().to(format.device, format.compute);
+    ropeSin_ = emb.sin().to(format.device, format.compute);
+}
+
+at::Tensor Llama::embed(const at::Tensor& ids) const {
+    return at::embedding(embedTokens_, ids.to(format_.device)).to(format_.compute);
+}
+
+at::Tensor Llama::rmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
+    // Always in float32, like transformers' LlamaRMSNorm, then back to the compute dtype.
+    at::Tensor h = x.to(at::kFloat);
+    h = h * at::rsqrt(h.pow(2).mean(-1, true) + config_.rmsNormEps);
+    return weight * h.to(x.scalar_type());
+}
+
+at::Tensor Llama::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
+    // rotate_half: [x1, x2] -> [-x2, x1] over the two halves of the head dimension.
+    const int64_t half = x.size(-1) / 2;
+    at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+    return x * cos + rotated * sin;
+}
+
+at::Tensor Llama::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                            const at::Tensor& bias, at::Tensor* captured) const {
+    // q [B, H, T, hd]; k, v [B, H_kv, S, hd]. Grouped-query attention without repeating K/V:
+    // the G = H / H_kv query heads that share a KV head are stacked along the query axis.
+    const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3);
+    const int64_t hkv = k.size(1), g = h / hkv, s = k.size(2);
+    at::Tensor qg = q.reshape({b, hkv, g * t, hd});
+    at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(hd));
+    scores = scores.view({b, hkv, g, t, s});
+    if (mask.defined()) scores = scores + mask;   // [t, s] causal mask broadcasts
+    if (bias.defined()) {
+        // [Bb, Hb, S'] -> [Bb, H_kv or 1, G or 1, 1, S'] and added to the first S' key positions.
+        const int64_t hb = bias.size(1), sb = bias.size(2);
+        at::Tensor bb = hb == 1 ? bias.view({bias.size(0), 1, 1, 1, sb}) : bias.view({bias.size(0), hkv, g, 1, sb});
+        scores = scores.clone();
+        scores.narrow(-1, 0, sb).add_(bb.to(scores.scalar_type()));
+    }
+    at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
+    if (captured) *captured = probs.select(3, t - 1).reshape({b, h, s});
+    at::Tensor out = at::matmul(probs.view({b, hkv, g * t, s}), v);   // [B, H_kv, G*T, hd]
+    return out.view({b, h, t, hd}).transpose(1, 2).reshape({b, t, h * hd});
+}
+
+at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks* hooks) const {
+    const int64_t b = embeds.size(0), t = embeds.size(1);
+    const int64_t h = config_.numHeads, hkv = config_.numKvHeads, hd = config_.headDim;
+    const int64_t start = cache.size();
+    if (start + t > config_.maxPositionEmbeddings)
+        throw Error("sequence of " + std::to_string(start + t) + " tokens exceeds the model's context of " +
+                    std::to_string(config_.maxPositionEmbeddings) + " (max_position_embeddings)");
+    if (cache.numLayers() != config_.numLayers || cache.batch() != b)
+        throw Error("KVCache shape does not match the model (layers or batch size)");
+
+    const at::Tensor cos = ropeCos_.narrow(0, start, t), sin = ropeSin_.narrow(0, start, t);
+    at::Tensor mask;
+    if (t > 1)   // query i (position start+i) sees keys 0..start+i
+        mask = at::full({t, start + t}, -std::numeric_limits<double>::infinity(), embeds.options()).triu(start + 1);
+    if (hooks && hooks->captureAttention) hooks->attention.assign(layers_.size(), at::Tensor());
+
+    at::Tensor x = embeds;
+    for (size_t l = 0; l < layers_.size(); ++l) {
+        const Layer& L = layers_[l];
+        at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm), L.qkvWeight);
+        at::Tensor q = qkv.narrow(-1, 0, h * hd).view({b, t, h, hd}).transpose(1, 2);
+        at::Tensor k = qkv.narrow(-1, h * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
+        at::Tensor v = qkv.narrow(-1, (h + hkv) * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
+        q = rope(q, cos, sin);
+        k = rope(k, cos, sin);
+        auto [keys, values] = cache.update(k, v, static_cast<int>(l));
+
+        at::Tensor bias;
+        if (hooks && l < hooks->attentionBias.size()) bias = hooks->attentionBias[l];
+        at::Tensor* captured = hooks && hooks->captureAttention ? &hooks->attention[l] : nullptr;
+        x = x + applyLinear(attention(q, keys, values, mask, bias, captured), L.oWeight);
+
+        at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm), L.gateUpWeight);
+        const int64_t inter = config_.intermediateSize;
+        x = x + applyLinear(at::silu(gateUp.narrow(-1, 0, inter)) * gateUp.narrow(-1, inter, inter), L.downWeight);
+    }
+    return rmsNorm(x, finalNorm_);
+}
+
+at::Tensor Llama::logits(const at::Tensor& hidden) const { return applyLinear(hidden, lmHead_).to(at::kFloat); }
+
+} // namespace kvsteer

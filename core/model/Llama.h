@@ -1,0 +1,59 @@
+#pragma once
+// The Llama decoder of LLaVA: token embeddings, N pre-norm blocks (GQA attention with rotate-half
+// RoPE, SwiGLU MLP), final RMSNorm and the LM head. Every forward pass appends to a KVCache and
+// takes its positions from it: the first new token sits at cache.size().
+#include "model/Config.h"
+#include "model/Weights.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+namespace kvsteer {
+
+class KVCache;
+
+// Optional extras for one forward pass (used by steering and the heatmaps).
+struct ForwardHooks {
+    // Per layer (empty vector or undefined tensor = none): an additive bias on the attention
+    // logits over key positions 0..S'-1, shape [B or 1, H or 1, S']. Keys past S' get no bias.
+    std::vector<at::Tensor> attentionBias;
+    // When set, `attention[l]` receives the softmax weights of the last query token in layer l,
+    // [B, H, S] (S = keys attended, i.e. cache.size() after the pass).
+    bool captureAttention = false;
+    std::vector<at::Tensor> attention;
+};
+
+class Llama {
+public:
+    Llama(const TextConfig& config, const Checkpoint& ckpt, const WeightFormat& format);
+
+    const TextConfig& config() const { return config_; }
+
+    at::Tensor embed(const at::Tensor& ids) const;   // [B, T] int64 -> [B, T, D] (compute dtype)
+
+    // Runs the blocks over `embeds` [B, T, D] at positions cache.size() .. cache.size()+T-1,
+    // appending their K/V to `cache`. Returns the final-normed hidden states [B, T, D].
+    at::Tensor forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks* hooks = nullptr) const;
+
+    at::Tensor logits(const at::Tensor& hidden) const;   // [.., D] -> [.., V], float32
+
+private:
+    struct Layer {
+        at::Tensor inputNorm, postNorm;
+        at::Tensor qkvWeight, oWeight;     // q, k, v fused: [(H + 2 H_kv) * hd, D]
+        at::Tensor gateUpWeight, downWeight; // gate and up fused: [2 I, D]
+    };
+    at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight) const;
+    at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
+    at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                         const at::Tensor& bias, at::Tensor* captured) const;
+
+    TextConfig config_;
+    WeightFormat format_;
+    at::Tensor embedTokens_, finalNorm_, lmHead_;
+    at::Tensor ropeCos_, ropeSin_;   // [max_position_embeddings, head_dim], float32 -> compute dtype
+    std::vector<Layer> layers_;
+};
+
+} // namespace kvsteer

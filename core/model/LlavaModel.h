@@ -1,0 +1,71 @@
+#pragma once
+// LlavaModel: everything loaded from one model directory — config, tokenizer, image
+// preprocessing, the CLIP tower, the projector and the Llama decoder — plus the LLaVA merge of
+// image features into the prompt's embeddings. Immutable after load; share it between sessions.
+#include "model/ClipVision.h"
+#include "model/Config.h"
+#include "model/Image.h"
+#include "model/Llama.h"
+#include "model/Tokenizer.h"
+#include "model/Weights.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+struct LoadOptions {
+    std::string device = "cpu";   // "cpu" or "cuda[:N]"
+    std::string dtype = "f32";    // f32 | f16 | bf16: compute dtype on CUDA, weight storage on CPU
+    int threads = 0;              // intra-op threads; 0 = all cores
+};
+
+class LlavaModel {
+public:
+    static std::shared_ptr<LlavaModel> load(const std::string& directory, const LoadOptions& options = {});
+
+    const ModelConfig& config() const { return config_; }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+    const ClipPreprocessConfig& imageConfig() const { return imageConfig_; }
+    const Llama& llama() const { return *llama_; }
+    const WeightFormat& format() const { return format_; }
+    const std::string& directory() const { return directory_; }
+    double loadMs() const { return loadMs_; }
+    bool hasVision() const { return vision_ != nullptr; }
+
+    // pixels [1, 3, S, S] (float32, CLIP-normalised) -> image features [imageSeqLength, D]:
+    // the selected CLIP hidden state (CLS dropped for "default") through the projector.
+    at::Tensor encodeImage(const at::Tensor& pixels) const;
+    // The selected CLIP hidden state before the projector, CLS included ([1, 1 + patches, Dv]).
+    at::Tensor visionHidden(const at::Tensor& pixels, at::Tensor* embeddings = nullptr) const;
+    at::Tensor project(const at::Tensor& selected) const;
+
+    // Prompt embeddings [1, L, D]: token embeddings with the image features written over the
+    // image-token positions, in order. Throws if the counts disagree.
+    at::Tensor embedPrompt(const std::vector<int64_t>& ids, const at::Tensor& imageFeatures) const;
+
+    int64_t parameterCount() const { return parameterCount_; }
+    std::string describe() const;   // architecture, sizes, dtypes, parameter count (for `inspect`)
+
+private:
+    LlavaModel() = default;
+    std::string directory_;
+    ModelConfig config_;
+    std::optional<Tokenizer> tokenizer_;   // optional only because Tokenizer has no empty state
+    ClipPreprocessConfig imageConfig_;
+    WeightFormat format_;
+    std::unique_ptr<ClipVision> vision_;
+    at::Tensor proj1Weight_, proj1Bias_, proj2Weight_, proj2Bias_;
+    std::unique_ptr<Llama> llama_;
+    int64_t parameterCount_ = 0;
+    std::map<std::string, int64_t> diskDtypes_;
+    size_t shardCount_ = 0;
+    double loadMs_ = 0;
+};
+
+} // namespace kvsteer

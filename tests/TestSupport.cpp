@@ -1,0 +1,120 @@
+#include "TestSupport.h"
+
+#include "Error.h"
+#include "model/Checkpoint.h"
+#include "model/RandomModel.h"
+#include "model/SafeTensors.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/abs.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <QProcess>
+#include <QStringList>
+
+namespace kvsteer::test {
+
+namespace fs = std::filesystem;
+
+std::string referenceDir() { return fs::path(KVSTEER_REFERENCE_DIR).lexically_normal().string(); }
+std::string referenceModelDir() { return referenceDir() + "/tiny-llava"; }
+std::string referenceTensorsPath(const std::string& caseName) { return referenceDir() + "/expected/" + caseName + ".safetensors"; }
+std::string cliPath() { return KVSTEER_CLI_PATH; }
+
+double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
+    if (a.sizes() != b.sizes())
+        throw Error("maxAbsDiff: shapes differ: " + std::string(c10::str(a.sizes())) + " vs " + std::string(c10::str(b.sizes())));
+    if (a.numel() == 0) return 0;
+    return (a.to(at::kCPU).to(at::kDouble) - b.to(at::kCPU).to(at::kDouble)).abs().max().item<double>();
+}
+
+void copyModelMetadata(const std::string& dir) {
+    fs::create_directories(dir);
+    for (const auto& entry : fs::directory_iterator(referenceModelDir())) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("model", 0) == 0 && name.find(".safetensors") != std::string::npos) continue;
+        fs::copy_file(entry.path(), fs::path(dir) / name, fs::copy_options::overwrite_existing);
+    }
+}
+
+namespace {
+
+// llava-hf names -> the newer transformers names, so the converted copy exercises both schemes.
+std::string newerName(const std::string& n) {
+    auto swap = [&](const std::string& from, const std::string& to) -> std::string {
+        return n.rfind(from, 0) == 0 ? to + n.substr(from.size()) : "";
+    };
+    for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"language_model.model.", "model.language_model."},
+             {"language_model.lm_head.", "lm_head."},
+             {"vision_tower.", "model.vision_tower."},
+             {"multi_modal_projector.", "model.multi_modal_projector."}})
+        if (auto s = swap(from, to); !s.empty()) return s;
+    return n;
+}
+
+} // namespace
+
+void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes) {
+    copyModelMetadata(dir);
+    const SafeTensorsFile source(referenceModelDir() + "/model.safetensors");
+    std::vector<TensorSpec> layout;
+    for (const auto& name : source.names()) layout.push_back({newerName(name), source.info(name).shape});
+    size_t i = 0;
+    const auto names = source.names();
+    writeCheckpoint(dir, layout, dtype, maxShardBytes, [&](const TensorSpec&) { return source.tensor(names[i++]); });
+
+    // A config.json as trimmed as real downloads: only what differs from transformers' defaults.
+    std::ofstream(fs::path(dir) / "config.json") << R"({
+  "architectures": ["LlavaForConditionalGeneration"],
+  "model_type": "llava",
+  "text_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "rms_norm_eps": 1e-05, "vocab_size": 32064,
+                  "max_position_embeddings": 4096, "model_type": "llama"},
+  "vision_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3, "num_attention_heads": 2,
+                    "image_size": 336, "patch_size": 14, "model_type": "clip_vision_model"}
+}
+)";
+}
+
+void writeRoundedReferenceModel(const std::string& dir, c10::ScalarType dtype) {
+    copyModelMetadata(dir);
+    const SafeTensorsFile source(referenceModelDir() + "/model.safetensors");
+    std::vector<NamedTensor> tensors;
+    for (const auto& name : source.names()) tensors.push_back({name, source.tensor(name).to(dtype).to(at::kFloat)});
+    writeSafeTensors((fs::path(dir) / "model.safetensors").string(), tensors);
+}
+
+std::vector<int64_t> toIds(const at::Tensor& t) {
+    at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous().reshape({-1});
+    return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs) {
+    QProcess p;
+    QStringList list;
+    for (const auto& a : args) list << QString::fromStdString(a);
+    p.start(QString::fromStdString(cliPath()), list);
+    ProcessResult r;
+    if (!p.waitForStarted(30000)) {
+        r.err = "could not start " + cliPath();
+        return r;
+    }
+    p.closeWriteChannel();
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+        r.err = "timed out";
+        r.crashed = true;
+        return r;
+    }
+    r.crashed = p.exitStatus() != QProcess::NormalExit;
+    r.exitCode = p.exitCode();
+    r.out = p.readAllStandardOutput().toStdString();
+    r.err = p.readAllStandardError().toStdString();
+    return r;
+}
+
+} // namespace kvsteer::test

@@ -1,0 +1,37 @@
+#pragma once
+// Shared helpers for the Qt tests: where the reference data is, tensor comparisons, and model
+// directories derived from the reference checkpoint (copies, float16 shards, broken variants).
+// torch headers come before any Qt header in every test file.
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace kvsteer::test {
+
+std::string referenceDir();                // ../shared/reference
+std::string referenceModelDir();           // ../shared/reference/tiny-llava
+std::string referenceTensorsPath(const std::string& caseName);   // expected/<case>.safetensors
+std::string cliPath();                     // the built kvsteer executable
+
+double maxAbsDiff(const at::Tensor& a, const at::Tensor& b);   // shapes must match (throws otherwise)
+
+// Copies the reference checkpoint's small files (config, tokenizer, preprocessor) into `dir`.
+void copyModelMetadata(const std::string& dir);
+// The reference checkpoint written as a float16 (or other dtype) copy in `dir`: newer
+// transformers tensor names, sharded into several files, and a config.json trimmed to the
+// non-default keys (like a real download).
+void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
+// The reference weights rounded through `dtype` and back to float32, as one file in `dir`.
+void writeRoundedReferenceModel(const std::string& dir, c10::ScalarType dtype);
+
+std::vector<int64_t> toIds(const at::Tensor& t);   // int64 tensor -> vector
+
+struct ProcessResult {
+    int exitCode = -1;
+    bool crashed = false;
+    std::string out, err;
+};
+ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs = 300000);
+
+} // namespace kvsteer::test

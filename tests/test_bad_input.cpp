@@ -1,0 +1,154 @@
+// Bad input through the real CLI: every case must end with a readable error naming the file or
+// field, a non-zero exit code, and no crash or hang.
+#include "TestSupport.h"
+#include "model/SafeTensors.h"
+
+#include <ATen/ops/randn.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace kvsteer;
+using namespace kvsteer::test;
+namespace fs = std::filesystem;
+
+class TestBadInput : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+
+    // A fresh full copy of the reference model in tmp/<name>.
+    std::string modelCopy(const std::string& name) {
+        const std::string dir = tmp_.filePath(QString::fromStdString(name)).toStdString();
+        copyModelMetadata(dir);
+        fs::copy_file(referenceModelDir() + "/model.safetensors", dir + "/model.safetensors", fs::copy_options::overwrite_existing);
+        return dir;
+    }
+
+    std::string image() const { return referenceDir() + "/images/red_square_336x336.png"; }
+
+    // Runs `generate` and checks: clean exit with code 1, "error:" and every phrase in stderr.
+    void expectError(const std::vector<std::string>& args, const std::vector<std::string>& phrases) {
+        std::vector<std::string> full = {"generate"};
+        full.insert(full.end(), args.begin(), args.end());
+        const ProcessResult r = runCli(full);
+        QVERIFY2(!r.crashed, ("crashed or hung: " + r.err).c_str());
+        QVERIFY2(r.exitCode == 1, ("exit code " + std::to_string(r.exitCode) + ": " + r.err).c_str());
+        QVERIFY2(r.err.find("error:") != std::string::npos, r.err.c_str());
+        for (const auto& phrase : phrases) QVERIFY2(r.err.find(phrase) != std::string::npos, ("missing '" + phrase + "' in: " + r.err).c_str());
+    }
+
+private slots:
+    void goodInputWorks() {
+        const ProcessResult r = runCli({"generate", "--model", referenceModelDir(), "--image", image(), "--prompt", "What is shown?",
+                                        "--max-new-tokens", "3", "--json"});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        QVERIFY(r.out.find("\"generated_ids\"") != std::string::npos);
+    }
+
+    void missingModelDirectory() { expectError({"--model", tmp_.filePath("nope").toStdString(), "--prompt", "hi"}, {"nope", "does not exist"}); }
+
+    void missingSafetensors() {
+        const std::string dir = modelCopy("no-weights");
+        fs::remove(dir + "/model.safetensors");
+        expectError({"--model", dir, "--prompt", "hi"}, {dir, "no model.safetensors"});
+    }
+
+    void corruptSafetensors() {
+        const std::string dir = modelCopy("corrupt");
+        std::ofstream(dir + "/model.safetensors", std::ios::binary | std::ios::trunc) << "this is not a safetensors file at all";
+        expectError({"--model", dir, "--prompt", "hi"}, {dir + "/model.safetensors"});
+    }
+
+    void truncatedSafetensors() {
+        const std::string dir = modelCopy("truncated");
+        fs::resize_file(dir + "/model.safetensors", fs::file_size(dir + "/model.safetensors") / 2);
+        expectError({"--model", dir, "--prompt", "hi"}, {dir + "/model.safetensors", "truncated"});
+    }
+
+    void shardMissing() {
+        const std::string dir = tmp_.filePath("sharded").toStdString();
+        writeConvertedReferenceModel(dir, at::kHalf, 3 * 1024 * 1024);
+        fs::remove(dir + "/model-00002-of-00003.safetensors");
+        expectError({"--model", dir, "--prompt", "hi"}, {"model-00002-of-00003.safetensors", "missing"});
+    }
+
+    void tensorWithWrongShape() {
+        const std::string dir = modelCopy("wrong-shape");
+        std::vector<NamedTensor> tensors;
+        {
+            SafeTensorsFile src(referenceModelDir() + "/model.safetensors");
+            for (const auto& n : src.names())
+                tensors.push_back({n, n == "language_model.model.layers.1.mlp.up_proj.weight" ? at::randn({100, 64}) : src.tensor(n).clone()});
+        }
+        writeSafeTensors(dir + "/model.safetensors", tensors);
+        expectError({"--model", dir, "--prompt", "hi"}, {"layers.1.mlp.up_proj.weight", "[100, 64]", "[128, 64]"});
+    }
+
+    void unknownDtype() {
+        const std::string dir = modelCopy("dtype");
+        // Rewrite the header's first "F32" as "F8X": same length, so every offset stays valid.
+        std::fstream f(dir + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+        std::string head(4096, '\0');
+        f.read(head.data(), 4096);
+        const size_t pos = head.find("\"F32\"");
+        QVERIFY(pos != std::string::npos);
+        f.seekp(static_cast<std::streamoff>(pos));
+        f << "\"F8X\"";
+        f.close();
+        expectError({"--model", dir, "--prompt", "hi"}, {"unknown dtype 'F8X'"});
+    }
+
+    void badConfigJson() {
+        const std::string dir = modelCopy("bad-config");
+        std::ofstream(dir + "/config.json", std::ios::trunc) << "{ \"model_type\": \"llava\", ";
+        expectError({"--model", dir, "--prompt", "hi"}, {dir + "/config.json", "not valid JSON"});
+        std::ofstream(dir + "/config.json", std::ios::trunc) << R"({"model_type": "llava", "text_config": {"num_hidden_layers": "three"}})";
+        expectError({"--model", dir, "--prompt", "hi"}, {"num_hidden_layers", "wrong type"});
+        fs::remove(dir + "/config.json");
+        expectError({"--model", dir, "--prompt", "hi"}, {"config.json"});
+    }
+
+    void missingTokenizer() {
+        const std::string dir = modelCopy("no-tokenizer");
+        fs::remove(dir + "/tokenizer.model");
+        expectError({"--model", dir, "--prompt", "hi"}, {"tokenizer.model"});
+    }
+
+    void unreadableOrNonImageFile() {
+        const std::string text = tmp_.filePath("notes.png").toStdString();
+        std::ofstream(text) << "just some text, not a PNG";
+        expectError({"--model", referenceModelDir(), "--image", text, "--prompt", "hi"}, {text});
+        const std::string missing = tmp_.filePath("missing.jpg").toStdString();
+        expectError({"--model", referenceModelDir(), "--image", missing, "--prompt", "hi"}, {missing});
+    }
+
+    void promptWithZeroOrTwoImageTags() {
+        expectError({"--model", referenceModelDir(), "--image", image(), "--raw-prompt", "--prompt", "USER: no tag here ASSISTANT:"},
+                    {"exactly one \"<image>\"", "found 0"});
+        expectError({"--model", referenceModelDir(), "--image", image(), "--raw-prompt", "--prompt", "USER: <image> and <image> ASSISTANT:"},
+                    {"exactly one \"<image>\"", "found 2"});
+        expectError({"--model", referenceModelDir(), "--raw-prompt", "--prompt", "USER: <image> but no image ASSISTANT:"},
+                    {"no image was given"});
+    }
+
+    void promptLongerThanContext() {
+        std::string longText;
+        for (int i = 0; i < 2500; ++i) longText += "lorem ipsum ";
+        expectError({"--model", referenceModelDir(), "--prompt", longText}, {"context of 4096"});
+    }
+
+    void badOptionsAreUsageErrors() {
+        const ProcessResult r = runCli({"generate", "--model", referenceModelDir(), "--prompt", "x", "--max-new-tokens", "many"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(r.err.find("--max-new-tokens") != std::string::npos);
+        const ProcessResult d = runCli({"generate", "--model", referenceModelDir(), "--prompt", "x", "--dtype", "f8"});
+        QCOMPARE(d.exitCode, 1);
+        QVERIFY(d.err.find("dtype 'f8'") != std::string::npos);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBadInput)
+#include "test_bad_input.moc"

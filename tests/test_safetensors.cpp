@@ -1,0 +1,163 @@
+// The safetensors reader/writer: round trips, zero-copy views, and strict validation of
+// corrupt files (each must be a kvsteer::Error naming the file, never a crash).
+#include "TestSupport.h"
+#include "Error.h"
+#include "model/Checkpoint.h"
+#include "model/Config.h"
+#include "model/SafeTensors.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/randn.h>
+
+#include <fstream>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace kvsteer;
+using namespace kvsteer::test;
+
+namespace {
+
+void writeRaw(const std::string& path, const std::string& header, const std::string& data) {
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header << data;
+}
+
+// Expects construction to throw a kvsteer::Error whose message names the file and contains `phrase`.
+void expectRejected(const std::string& path, const std::string& phrase) {
+    try {
+        SafeTensorsFile f(path);
+        QFAIL(("accepted a bad file: " + path).c_str());
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        QVERIFY2(msg.find(path) != std::string::npos, msg.c_str());
+        QVERIFY2(msg.find(phrase) != std::string::npos, msg.c_str());
+    }
+}
+
+} // namespace
+
+class TestSafeTensors : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+    std::string path(const char* name) { return tmp_.filePath(name).toStdString(); }
+
+private slots:
+    void roundTripAllDtypes() {
+        std::vector<NamedTensor> tensors = {
+            {"a.f32", at::randn({3, 5})},
+            {"b.f16", at::randn({7}).to(at::kHalf)},
+            {"c.bf16", at::randn({2, 2, 2}).to(at::kBFloat16)},
+            {"d.i64", at::arange(10, at::kLong)},
+            {"e.u8", at::arange(5, at::kByte)},
+            {"f.empty", at::randn({0, 4})},
+        };
+        writeSafeTensors(path("rt.safetensors"), tensors, {{"note", "hello"}});
+        SafeTensorsFile f(path("rt.safetensors"));
+        QCOMPARE(f.names().size(), tensors.size());
+        for (const auto& t : tensors) {
+            QVERIFY(f.contains(t.name));
+            QVERIFY(at::equal(f.tensor(t.name), t.tensor));
+        }
+        QCOMPARE(f.metadata().at("note"), std::string("hello"));
+        // Data is 8-byte aligned, so float32 views are zero-copy (they point into the mapping).
+        QVERIFY(reinterpret_cast<uintptr_t>(f.tensor("a.f32").data_ptr()) % 8 == 0);
+    }
+
+    void readsReferenceCheckpoint() {
+        SafeTensorsFile f(referenceModelDir() + "/model.safetensors");
+        int64_t params = 0;
+        for (const auto& n : f.names()) params += f.info(n).numel();
+        QCOMPARE(params, int64_t(4284576));
+        QCOMPARE(f.info("language_model.lm_head.weight").shape, (std::vector<int64_t>{32064, 64}));
+    }
+
+    void rejectsCorruptFiles() {
+        writeRaw(path("short"), "", "");
+        expectRejected(path("short"), "not valid JSON");
+        std::ofstream(path("tiny"), std::ios::binary) << "abc";
+        expectRejected(path("tiny"), "truncated");
+        {   // header length far larger than the file
+            std::ofstream out(path("biglen"), std::ios::binary);
+            const uint64_t n = 1000;
+            out.write(reinterpret_cast<const char*>(&n), 8);
+            out << "{}";
+        }
+        expectRejected(path("biglen"), "truncated");
+        {
+            std::ofstream out(path("huge"), std::ios::binary);
+            const uint64_t n = uint64_t(1) << 40;
+            out.write(reinterpret_cast<const char*>(&n), 8);
+        }
+        expectRejected(path("huge"), "100 MiB");
+        writeRaw(path("notjson"), "{not json", "");
+        expectRejected(path("notjson"), "not valid JSON");
+        writeRaw(path("dtype"), R"({"x":{"dtype":"Q4","shape":[2],"data_offsets":[0,2]}})", "ab");
+        expectRejected(path("dtype"), "unknown dtype 'Q4'");
+        writeRaw(path("size"), R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "abcd");
+        expectRejected(path("size"), "does not match shape");
+        writeRaw(path("outside"), R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "abcd");
+        expectRejected(path("outside"), "outside");
+        writeRaw(path("overlap"),
+                 R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                 std::string(12, '\0'));
+        expectRejected(path("overlap"), "overlap");
+        writeRaw(path("negshape"), R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", "");
+        expectRejected(path("negshape"), "non-negative");
+        writeRaw(path("meta"), R"({"__metadata__":{"a":1}})", "");
+        expectRejected(path("meta"), "__metadata__");
+        expectRejected(path("does-not-exist"), "cannot open");
+    }
+
+    void writeIsAtomic() {
+        // A failed write leaves the previous file intact and no temporary behind.
+        writeSafeTensors(path("keep.safetensors"), {{"x", at::arange(4, at::kFloat)}});
+        QVERIFY_THROWS_EXCEPTION(Error, writeSafeTensors(path("keep.safetensors"), {{"x", at::arange(4, at::kFloat)}, {"y", at::arange(2, at::kFloat).to(at::kComplexFloat)}}));
+        SafeTensorsFile f(path("keep.safetensors"));
+        QVERIFY(at::equal(f.tensor("x"), at::arange(4, at::kFloat)));
+        QCOMPARE(QDir(tmp_.path()).entryList({"keep.safetensors.tmp*"}, QDir::Files).size(), 0);
+    }
+
+    void canonicalNamesCoverBothSchemes() {
+        QCOMPARE(canonicalTensorName("language_model.model.layers.0.mlp.up_proj.weight"), std::string("text.layers.0.mlp.up_proj.weight"));
+        QCOMPARE(canonicalTensorName("model.language_model.layers.0.mlp.up_proj.weight"), std::string("text.layers.0.mlp.up_proj.weight"));
+        QCOMPARE(canonicalTensorName("language_model.lm_head.weight"), std::string("lm_head.weight"));
+        QCOMPARE(canonicalTensorName("lm_head.weight"), std::string("lm_head.weight"));
+        QCOMPARE(canonicalTensorName("vision_tower.vision_model.pre_layrnorm.weight"), std::string("vision.pre_layrnorm.weight"));
+        QCOMPARE(canonicalTensorName("model.vision_tower.vision_model.pre_layrnorm.weight"), std::string("vision.pre_layrnorm.weight"));
+        QCOMPARE(canonicalTensorName("model.multi_modal_projector.linear_1.bias"), std::string("projector.linear_1.bias"));
+        QCOMPARE(canonicalTensorName("model.embed_tokens.weight"), std::string("text.embed_tokens.weight"));
+    }
+
+    void trimmedConfigGetsTransformersDefaults() {
+        const ModelConfig c = ModelConfig::fromJsonText(R"({"model_type":"llava","text_config":{"model_type":"llama","vocab_size":32064},
+            "vision_config":{"hidden_size":1024,"image_size":336,"intermediate_size":4096,"num_attention_heads":16,
+            "num_hidden_layers":24,"patch_size":14}})", "test");
+        QCOMPARE(c.text.hiddenSize, 4096);
+        QCOMPARE(c.text.numKvHeads, 32);
+        QCOMPARE(c.text.headDim, 128);
+        QCOMPARE(c.text.hiddenAct, std::string("silu"));
+        QCOMPARE(c.text.rmsNormEps, 1e-6);
+        QCOMPARE(c.text.ropeTheta, 10000.0);
+        QCOMPARE(c.vision.hiddenAct, std::string("quick_gelu"));
+        QCOMPARE(c.vision.layerNormEps, 1e-5);
+        QCOMPARE(c.imageTokenIndex, int64_t(32000));
+        QCOMPARE(c.visionFeatureLayer, -2);
+        QCOMPARE(c.visionLayersNeeded(), 23);
+        QCOMPARE(c.imageSeqLength(), 576);
+        const ModelConfig llama = ModelConfig::fromJsonText(R"({"model_type":"llama","hidden_size":256,"num_attention_heads":4})", "t");
+        QVERIFY(!llama.hasVision);
+        QCOMPARE(llama.text.headDim, 64);
+        QVERIFY_THROWS_EXCEPTION(Error, ModelConfig::fromJsonText(R"({"model_type":"llava","text_config":{"hidden_size":"big"}})", "t"));
+        QVERIFY_THROWS_EXCEPTION(Error, ModelConfig::fromJsonText(R"({"model_type":"gpt2"})", "t"));
+        QVERIFY_THROWS_EXCEPTION(Error, ModelConfig::fromJsonText(R"({"model_type":"llama","num_attention_heads":6,"num_key_value_heads":4})", "t"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSafeTensors)
+#include "test_safetensors.moc"
