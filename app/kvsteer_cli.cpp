@@ -131,7 +131,7 @@ int commandMakeRandom(int argc, char** argv) {
     const ModelConfig config = randomPreset(cl.get("preset"));
     const c10::ScalarType dtype = parseDtype(cl.get("dtype", "f16"));
     const std::string tokenizerFrom = cl.get("tokenizer-from", KVSTEER_DEMO_MODEL_DIR);
-    const double shardGb = cl.getDouble("shard-gb", 4.0);
+    const double shardGb = cl.getDouble("shard-gb", 2.0);
     if (shardGb <= 0) throw UsageError("option --shard-gb must be > 0");
     std::cerr << "writing " << cl.get("preset") << " (" << cl.get("dtype", "f16") << ") to " << cl.get("out") << " ...\n";
     writeRandomModel(config, dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0),

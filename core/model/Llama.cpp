@@ -43,12 +43,13 @@ Llama::Llama(const TextConfig& c, const Checkpoint& ckpt, const WeightFormat& fo
         Layer L;
         L.inputNorm = loadWeight(ckpt, layerName(i, "input_layernorm.weight"), {d}, small);
         L.postNorm = loadWeight(ckpt, layerName(i, "post_attention_layernorm.weight"), {d}, small);
-        L.qkvWeight = at::cat({loadWeight(ckpt, layerName(i, "self_attn.q_proj.weight"), {qDim, d}, format),
-                               loadWeight(ckpt, layerName(i, "self_attn.k_proj.weight"), {kvDim, d}, format),
-                               loadWeight(ckpt, layerName(i, "self_attn.v_proj.weight"), {kvDim, d}, format)});
+        L.qkvWeight = loadFusedWeight(ckpt,
+                                      {layerName(i, "self_attn.q_proj.weight"), layerName(i, "self_attn.k_proj.weight"),
+                                       layerName(i, "self_attn.v_proj.weight")},
+                                      {{qDim, d}, {kvDim, d}, {kvDim, d}}, format);
         L.oWeight = loadWeight(ckpt, layerName(i, "self_attn.o_proj.weight"), {d, qDim}, format);
-        L.gateUpWeight = at::cat({loadWeight(ckpt, layerName(i, "mlp.gate_proj.weight"), {inter, d}, format),
-                                  loadWeight(ckpt, layerName(i, "mlp.up_proj.weight"), {inter, d}, format)});
+        L.gateUpWeight = loadFusedWeight(ckpt, {layerName(i, "mlp.gate_proj.weight"), layerName(i, "mlp.up_proj.weight")},
+                                         {{inter, d}, {inter, d}}, format);
         L.downWeight = loadWeight(ckpt, layerName(i, "mlp.down_proj.weight"), {d, inter}, format);
         layers_.push_back(std::move(L));
     }

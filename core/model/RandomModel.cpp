@@ -174,8 +174,12 @@ void copyTokenizerFiles(const std::string& from, const std::string& to) {
     if (!fs::exists(fs::path(from) / "tokenizer.model"))
         throw Error("tokenizer source " + from + ": no tokenizer.model there");
     for (const char* f : {"tokenizer.model", "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json"})
-        if (fs::exists(fs::path(from) / f))
-            fs::copy_file(fs::path(from) / f, fs::path(to) / f, fs::copy_options::overwrite_existing);
+        if (fs::exists(fs::path(from) / f)) {
+            const fs::path target = fs::path(to) / f;
+            fs::copy_file(fs::path(from) / f, target, fs::copy_options::overwrite_existing);
+            // The source may be read-only (a shared reference copy); the new model is the user's.
+            fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add);
+        }
 }
 
 void writePreprocessorConfig(const ModelConfig& c, const std::string& dir) {

@@ -25,6 +25,11 @@ struct WeightFormat {
 at::Tensor loadWeight(const Checkpoint& ckpt, const std::string& name, const std::vector<int64_t>& shape,
                       const WeightFormat& format);
 
+// Several [rows_i, cols] weights stacked along rows into one buffer (fused q/k/v, gate/up),
+// each converted while copied.
+at::Tensor loadFusedWeight(const Checkpoint& ckpt, const std::vector<std::string>& names,
+                           const std::vector<std::vector<int64_t>>& shapes, const WeightFormat& format);
+
 // y = x W^T (+ b), with W upcast to x's dtype when stored narrower.
 at::Tensor applyLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
