@@ -1,6 +1,8 @@
-// kvsteer — the headless command line: generate, inspect, make-random.
+// kvsteer — the headless command line: generate, inspect, make-random, extract, steer, sweep.
 // Every failure prints "kvsteer: error: <what, where, what was expected>" and exits non-zero.
 #include "CommandLine.h"
+#include "SteerCommands.h"
+#include "DemoCommands.h"
 #include "Error.h"
 #include "model/LlavaModel.h"
 #include "model/RandomModel.h"
@@ -28,8 +30,16 @@ commands:
                [--dtype f32|bf16|f16] [--device cpu|cuda] [--threads N]
                [--seed S --temperature T --top-p P --top-k K] [--json] [--dump-prefill FILE.safetensors]
   inspect      --model DIR
+  extract      --model DIR --recipe image-pair|region|text-pairs [--pca] [--per-position] [--key-space post|pre]
+               --prompt TEXT (--image-a FILE --image-b FILE | --image FILE --mask MASK | --pairs FILE.jsonl)
+               --out VECTORS.safetensors [--operator OP] [--ck X] [--cv Y] [--layers A-B]
+  steer        --model DIR --image FILE --prompt TEXT [--vectors FILE] [--mask MASK] [--layers A-B] [--heads LIST]
+               [--ck X] [--cv Y] [--operator add|norm|prerope|scale|spotlight|ablate] [--ablate-to mean|zero]
+               [--propagate] [--max-new-tokens N] [--json]
+  sweep        (the steer options) --ck LIST --cv LIST --layers A-B,C-D,... [--csv]: one row per setting
   make-random  --preset NAME --dtype f32|f16|bf16 --out DIR [--tokenizer-from DIR] [--seed S] [--shard-gb G]
 
+MASK: rect:r0,c0,r1,c1 (grid cells, inclusive), a grayscale image (white = 1), a .npy or a .safetensors.
 --model defaults to the bundled demo model. --prompt is the question; it is wrapped in the
 LLaVA-1.5 template "USER: <image>\n{q} ASSISTANT:" unless --raw-prompt is given.
 With --json, stdout holds only the final JSON object.
@@ -144,7 +154,7 @@ int commandMakeRandom(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-        std::cout << kUsage;
+        std::cout << kUsage << "\ndemo model:\n" << kDemoUsage;
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
@@ -152,6 +162,13 @@ int main(int argc, char** argv) {
         if (command == "generate") return commandGenerate(argc, argv);
         if (command == "inspect") return commandInspect(argc, argv);
         if (command == "make-random") return commandMakeRandom(argc, argv);
+        if (command == "extract") return commandExtract(argc, argv);
+        if (command == "steer") return commandSteer(argc, argv);
+        if (command == "sweep") return commandSweep(argc, argv);
+        if (command == "train-demo") return commandTrainDemo(argc, argv);
+        if (command == "eval-demo") return commandEvalDemo(argc, argv, KVSTEER_DEMO_MODEL_DIR);
+        if (command == "demo-corpus") return commandDemoCorpus(argc, argv);
+        if (command == "demo-images") return commandDemoImages(argc, argv);
         if (command == "--version" || command == "version") {
             std::cout << "kvsteer " KVSTEER_VERSION "\n";
             return 0;

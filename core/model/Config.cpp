@@ -125,6 +125,14 @@ std::string fnv1aHex(const std::string& bytes) {
     return buf;
 }
 
+// The hash covers what the numbers mean, not how config.json was written: a trimmed or re-saved
+// config of the same model hashes the same, any architectural change does not.
+std::string semanticHash(const ModelConfig& config) {
+    ModelConfig anonymous = config;
+    anonymous.name.clear();
+    return fnv1aHex(anonymous.toJsonText());
+}
+
 int ModelConfig::imageSeqLength() const {
     if (!hasVision) return 0;
     return vision.numPatches() + (visionFeatureSelectStrategy == "full" ? 1 : 0);
@@ -145,7 +153,6 @@ ModelConfig ModelConfig::fromJsonText(const std::string& text, const std::string
     }
     if (!j.is_object()) throw Error(where + ": expected a JSON object");
     ModelConfig c;
-    c.configHash = fnv1aHex(text);
     readKey(j, "_name_or_path", c.name, where);
     readKey(j, "model_type", c.modelType, where);
     if (c.modelType.empty())
@@ -154,6 +161,7 @@ ModelConfig ModelConfig::fromJsonText(const std::string& text, const std::string
     if (c.modelType == "llama") {
         c.text = parseText(j, where);
         c.hasVision = false;
+        c.configHash = semanticHash(c);
         return c;
     }
     if (c.modelType != "llava")
@@ -178,6 +186,7 @@ ModelConfig ModelConfig::fromJsonText(const std::string& text, const std::string
                     std::to_string(c.vision.numLayers) + " vision layers");
     if (c.imageTokenIndex < 0 || c.imageTokenIndex >= c.text.vocabSize)
         throw Error(where + ": image_token_index " + std::to_string(c.imageTokenIndex) + " is outside the vocabulary");
+    c.configHash = semanticHash(c);
     return c;
 }
 

@@ -45,7 +45,7 @@ struct TextConfig {            // LlamaConfig
 struct ModelConfig {
     std::string modelType;     // "llava" or "llama"
     std::string name;          // _name_or_path if present, else the directory name
-    std::string configHash;    // FNV-1a 64 of the config.json bytes, hex: ties steering files to a model
+    std::string configHash;    // semanticHash(): ties steering files to a model
     bool hasVision = false;
     VisionConfig vision;
     TextConfig text;
@@ -65,5 +65,6 @@ struct ModelConfig {
 };
 
 std::string fnv1aHex(const std::string& bytes);
+std::string semanticHash(const ModelConfig& config);   // FNV-1a 64 of the canonical config JSON, name excluded
 
 } // namespace kvsteer

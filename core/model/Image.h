@@ -92,4 +92,7 @@ struct PreprocessedImage {
 // config, or a resize target larger than kMaxImagePixels (e.g. an absurd aspect ratio).
 PreprocessedImage clipPreprocess(const ImageU8& img, const ClipPreprocessConfig& cfg);
 
+// Writes an RGB image as PNG, atomically (temporary file + rename). Throws kvsteer::Error.
+void savePng(const std::string& path, const ImageU8& img);
+
 } // namespace kvsteer

@@ -9,6 +9,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/embedding.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/index_select.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/outer.h>
 #include <ATen/ops/pow.h>
@@ -143,6 +144,13 @@ at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks
         x = x + applyLinear(at::silu(gateUp.narrow(-1, 0, inter)) * gateUp.narrow(-1, inter, inter), L.downWeight);
     }
     return rmsNorm(x, finalNorm_);
+}
+
+at::Tensor Llama::rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse) const {
+    const at::Tensor pos = positions.to(ropeCos_.device()).to(at::kLong);
+    const at::Tensor cos = ropeCos_.index_select(0, pos).to(x.scalar_type());
+    const at::Tensor sin = ropeSin_.index_select(0, pos).to(x.scalar_type());
+    return rope(x, cos, inverse ? -sin : sin);   // rotating by -theta undoes rotating by theta
 }
 
 at::Tensor Llama::logits(const at::Tensor& hidden) const { return applyLinear(hidden, lmHead_).to(at::kFloat); }

@@ -38,6 +38,10 @@ public:
 
     at::Tensor logits(const at::Tensor& hidden) const;   // [.., D] -> [.., V], float32
 
+    // Rotates x [..., N, head_dim] by the RoPE angles of `positions` [N] (int64), or back
+    // (inverse): how cached (post-RoPE) keys and position-free (pre-RoPE) directions relate.
+    at::Tensor rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
+
 private:
     struct Layer {
         at::Tensor inputNorm, postNorm;

@@ -87,19 +87,23 @@ Generation Session::decode(KVCache cache, int64_t seedToken, const GenerationOpt
     StreamingDetokenizer detok(tok);
     Generation g;
     const auto t0 = std::chrono::steady_clock::now();
+    ForwardHooks hooks;
+    hooks.attentionBias = options.attentionBias;
+    hooks.captureAttention = options.captureAttention;
     int64_t next = seedToken;
     for (int step = 0; step < options.maxNewTokens; ++step) {
         if (cancel && cancel->load()) {
             g.cancelled = true;
             break;
         }
-        at::Tensor logits = feed(cache, {next});
+        at::Tensor logits = feed(cache, {next}, &hooks);
         const int64_t id = sampler.next(logits);
         g.ids.push_back(id);
         TokenEvent ev;
         ev.step = step;
         ev.id = id;
         ev.logits = &logits;
+        if (options.captureAttention) ev.attention = &hooks.attention;
         ev.eos = std::find(eos.begin(), eos.end(), id) != eos.end();
         // An id the tokenizer does not know (the vocab is padded past the tokenizer) is shown as U+FFFD.
         if (!ev.eos) ev.text = id < tok.vocabSize() ? detok.push(id) : "\xEF\xBF\xBD";

@@ -26,6 +26,8 @@ struct GenerationOptions {
     int maxNewTokens = 64;
     SamplingParams sampling;
     bool stopAtEos = true;
+    std::vector<at::Tensor> attentionBias;   // per layer, see ForwardHooks (spotlight steering)
+    bool captureAttention = false;           // fill TokenEvent::attention at every step
 };
 
 struct TokenEvent {
@@ -34,6 +36,7 @@ struct TokenEvent {
     std::string text;      // newly completed UTF-8 text (may be empty while a character is split)
     bool eos = false;
     const at::Tensor* logits = nullptr;   // [V] float32, valid only during the callback
+    const std::vector<at::Tensor>* attention = nullptr;   // per layer [B, H, S], when captured
 };
 using TokenCallback = std::function<void(const TokenEvent&)>;
 

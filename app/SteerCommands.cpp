@@ -1,0 +1,301 @@
+#include "SteerCommands.h"
+
+#include "CommandLine.h"
+#include "Error.h"
+#include "model/LlavaModel.h"
+#include "pipeline/Prompt.h"
+#include "pipeline/Session.h"
+#include "pipeline/SideBySide.h"
+#include "steer/Mask.h"
+#include "steer/Recipes.h"
+#include "steer/SteeringPlan.h"
+
+#include <ATen/ops/ones.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+namespace kvsteer {
+
+namespace {
+
+const std::set<std::string> kModelOptions = {"model", "dtype", "device", "threads"};
+
+std::set<std::string> withModelOptions(std::set<std::string> s) {
+    s.insert(kModelOptions.begin(), kModelOptions.end());
+    return s;
+}
+
+std::shared_ptr<LlavaModel> loadModel(const CommandLine& cl) {
+    LoadOptions o;
+    o.device = cl.get("device", "cpu");
+    o.dtype = cl.get("dtype", "f32");
+    o.threads = cl.getInt("threads", 0);
+    std::string dir = cl.get("model", KVSTEER_DEMO_MODEL_DIR);
+    if (!cl.has("model") && !std::filesystem::exists(dir))
+        throw Error("no --model given and the bundled demo model (" + dir + ") is missing");
+    return LlavaModel::load(dir, o);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> parts;
+    std::stringstream ss(s);
+    for (std::string p; std::getline(ss, p, sep);)
+        if (!p.empty()) parts.push_back(p);
+    return parts;
+}
+
+int parseIndex(const std::string& text, const std::string& what) {
+    try {
+        size_t used = 0;
+        int v = std::stoi(text, &used);
+        if (used == text.size() && v >= 0) return v;
+    } catch (const std::exception&) {
+    }
+    throw UsageError(what + ": '" + text + "' is not a non-negative integer");
+}
+
+// "A-B" or "A" -> the layers it names, checked against the model.
+std::vector<int> parseRange(const std::string& item, int count, const std::string& what) {
+    if (item == "all") {
+        std::vector<int> all(count);
+        for (int i = 0; i < count; ++i) all[i] = i;
+        return all;
+    }
+    const auto dash = item.find('-');
+    const int a = parseIndex(item.substr(0, dash), what);
+    const int b = dash == std::string::npos ? a : parseIndex(item.substr(dash + 1), what);
+    if (a > b || b >= count) throw UsageError(what + ": '" + item + "' must lie within 0-" + std::to_string(count - 1));
+    std::vector<int> r;
+    for (int i = a; i <= b; ++i) r.push_back(i);
+    return r;
+}
+
+std::vector<int> parseLayerList(const std::string& text, int count) {   // union of comma-separated ranges
+    std::set<int> all;
+    for (const auto& item : split(text, ','))
+        for (int l : parseRange(item, count, "--layers")) all.insert(l);
+    return {all.begin(), all.end()};
+}
+
+std::vector<double> parseNumbers(const std::string& text, const std::string& what) {
+    std::vector<double> v;
+    for (const auto& item : split(text, ',')) {
+        try {
+            size_t used = 0;
+            v.push_back(std::stod(item, &used));
+            if (used != item.size()) throw std::invalid_argument(item);
+        } catch (const std::exception&) {
+            throw UsageError(what + ": '" + item + "' is not a number");
+        }
+    }
+    if (v.empty()) throw UsageError(what + ": no values");
+    return v;
+}
+
+// The plan every steering command builds from the same options (vectors file defaults first).
+struct PlanInputs {
+    SteeringPlan plan;
+    SteeringFileInfo info;
+};
+
+PlanInputs planFromOptions(const CommandLine& cl, const LlavaModel& model, const VisualSpan& span) {
+    PlanInputs in;
+    SteeringPlan& p = in.plan;
+    const int layers = model.config().text.numLayers;
+    if (cl.has("vectors")) p.vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
+    p.op = parseOperator(cl.get("operator", in.info.operatorName.empty() ? "add" : in.info.operatorName));
+    if (operatorNeedsVectors(p.op) && !cl.has("vectors"))
+        throw UsageError("operator '" + operatorName(p.op) + "' needs --vectors FILE");
+    if (cl.has("mask")) p.strength = loadMask(cl.get("mask"), span.gridHeight, span.gridWidth);
+    else if (p.vectors.mask.defined()) p.strength = p.vectors.mask;
+    else p.strength = at::ones({span.gridHeight, span.gridWidth});
+    p.layers = cl.has("layers") ? parseLayerList(cl.get("layers"), layers) : in.info.layers;
+    if (cl.has("heads")) {
+        std::vector<int> heads;
+        for (const auto& h : split(cl.get("heads"), ',')) heads.push_back(parseIndex(h, "--heads"));
+        for (int l = 0; l < layers; ++l) p.headMask[l] = heads;
+    } else {
+        for (size_t l = 0; l < in.info.headMask.size(); ++l) p.headMask[static_cast<int>(l)] = in.info.headMask[l];
+    }
+    p.ck = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : (in.info.ck.empty() ? std::vector<double>{1.0} : in.info.ck);
+    p.cv = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : (in.info.cv.empty() ? std::vector<double>{1.0} : in.info.cv);
+    p.mode = cl.has("propagate") ? PlanMode::Propagate : PlanMode::EditOnly;
+    const std::string ablate = cl.get("ablate-to", "mean");
+    if (ablate != "mean" && ablate != "zero") throw UsageError("--ablate-to must be mean or zero");
+    p.ablateTarget = ablate == "zero" ? AblateTarget::Zero : AblateTarget::Mean;
+    return in;
+}
+
+// Tokens that repeat an earlier one, as a fraction, and the count of distinct tokens:
+// cheap signals that a strong edit made the model degenerate.
+std::pair<double, size_t> degeneration(const std::vector<int64_t>& ids) {
+    const std::set<int64_t> distinct(ids.begin(), ids.end());
+    const double repetition = ids.empty() ? 0.0 : 1.0 - double(distinct.size()) / double(ids.size());
+    return {repetition, distinct.size()};
+}
+
+std::string oneLine(std::string s) {
+    for (char& c : s)
+        if (c == '\n' || c == '\r' || c == '|') c = ' ';
+    return s;
+}
+
+const std::set<std::string> kPlanOptions = {"image", "prompt", "vectors", "mask", "layers", "heads", "ck", "cv", "operator",
+                                             "max-new-tokens", "ablate-to", "seed", "temperature", "top-p", "top-k"};
+
+GenerationOptions generationOptions(const CommandLine& cl) {
+    GenerationOptions g;
+    g.maxNewTokens = cl.getInt("max-new-tokens", 32);
+    if (g.maxNewTokens < 1) throw UsageError("--max-new-tokens must be >= 1");
+    g.sampling.temperature = cl.getDouble("temperature", 0.0);
+    g.sampling.topP = cl.getDouble("top-p", 1.0);
+    g.sampling.topK = cl.getInt("top-k", 0);
+    g.sampling.seed = cl.getU64("seed", 0);
+    return g;
+}
+
+std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr<LlavaModel> model, int reserve) {
+    if (!cl.has("image") || !cl.has("prompt")) throw UsageError("needs --image FILE and --prompt TEXT");
+    const ImageU8 image = loadImage(cl.get("image"));
+    auto session = std::make_unique<Session>(model);
+    session->prefill(buildPrompt(*model, cl.get("prompt"), false, &image), reserve);
+    return session;
+}
+
+} // namespace
+
+int commandExtract(int argc, char** argv) {
+    CommandLine cl(withModelOptions({"recipe", "prompt", "image-a", "image-b", "image", "mask", "pairs", "out", "key-space", "operator",
+                                     "ck", "cv", "layers"}),
+                   {"pca", "per-position"});
+    cl.parse(argc, argv, 2);
+    if (!cl.has("recipe") || !cl.has("out")) throw UsageError("extract needs --recipe and --out");
+    auto model = loadModel(cl);
+    ExtractOptions options;
+    options.keySpace = parseKeySpace(cl.get("key-space", cl.get("operator") == "prerope" ? "pre-rope" : "post-rope"));
+    options.pca = cl.has("pca");
+    options.perPosition = cl.has("per-position");
+    const std::string recipe = cl.get("recipe");
+    nlohmann::json inputs = {{"pca", options.pca}, {"per_position", options.perPosition}};
+    SteeringVectors vectors;
+    if (recipe == "image-pair") {
+        if (!cl.has("image-a") || !cl.has("image-b") || !cl.has("prompt")) throw UsageError("image-pair needs --prompt, --image-a and --image-b");
+        vectors = extractImagePair(model, cl.get("prompt"), loadImage(cl.get("image-a")), loadImage(cl.get("image-b")), options);
+        inputs.update({{"prompt", cl.get("prompt")}, {"image_a", cl.get("image-a")}, {"image_b", cl.get("image-b")}});
+    } else if (recipe == "region") {
+        if (!cl.has("image") || !cl.has("mask") || !cl.has("prompt")) throw UsageError("region needs --prompt, --image and --mask");
+        const int grid = model->config().vision.gridSize();
+        vectors = extractRegion(model, cl.get("prompt"), loadImage(cl.get("image")), loadMask(cl.get("mask"), grid, grid), options);
+        inputs.update({{"prompt", cl.get("prompt")}, {"image", cl.get("image")}, {"mask", cl.get("mask")}});
+    } else if (recipe == "text-pairs") {
+        if (!cl.has("pairs")) throw UsageError("text-pairs needs --pairs FILE.jsonl");
+        const auto pairs = loadTextPairs(cl.get("pairs"));
+        vectors = extractTextPairs(model, pairs, options);
+        inputs.update({{"pairs", cl.get("pairs")}, {"n_pairs", pairs.size()}});
+    } else {
+        throw UsageError("--recipe must be image-pair, region or text-pairs");
+    }
+    SteeringFileInfo info;
+    info.modelName = model->config().name;
+    info.configHash = model->config().configHash;
+    info.operatorName = cl.get("operator", options.keySpace == KeySpace::PreRope ? "prerope" : "add");
+    parseOperator(info.operatorName);
+    info.ck = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : std::vector<double>{1.0};
+    info.cv = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : std::vector<double>{1.0};
+    if (cl.has("layers")) info.layers = parseLayerList(cl.get("layers"), model->config().text.numLayers);
+    info.recipe = recipe;
+    info.recipeInputsJson = inputs.dump();
+    info.promptTemplate = applyChatTemplate("{question}", recipe != "text-pairs");
+    saveSteeringFile(cl.get("out"), vectors, info);
+    std::cerr << "wrote " << cl.get("out") << " (" << recipe << ", " << keySpaceName(vectors.keySpace) << ", "
+              << (vectors.perPosition() ? "per position" : "per head") << ")\n";
+    return 0;
+}
+
+int commandSteer(int argc, char** argv) {
+    auto opts = kPlanOptions;
+    CommandLine cl(withModelOptions(opts), {"propagate", "json"});
+    cl.parse(argc, argv, 2);
+    auto model = loadModel(cl);
+    const GenerationOptions gen = generationOptions(cl);
+    auto session = prefilledSession(cl, model, gen.maxNewTokens);
+    const PlanInputs in = planFromOptions(cl, *model, session->snapshot().visualSpan);
+    const SteeredCache steered = applyPlan(*session, in.plan);
+    const bool json = cl.has("json");
+    const GenerationPair pair = decodeSideBySide(*session, steered, gen, [&](const PairEvent& ev) {
+        if (!json && !ev.steered.text.empty()) {   // stream the steered answer as it comes
+            std::fwrite(ev.steered.text.data(), 1, ev.steered.text.size(), stdout);
+            std::fflush(stdout);
+        }
+    });
+    if (json) {
+        nlohmann::ordered_json out = {
+            {"unsteered", {{"ids", pair.unsteered.ids}, {"text", pair.unsteered.text}}},
+            {"steered", {{"ids", pair.steered.ids}, {"text", pair.steered.text}}},
+            {"operator", operatorName(in.plan.op)},
+            {"mode", in.plan.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
+            {"edit_ms", steered.editMs},
+            {"decode_ms", pair.decodeMs},
+        };
+        std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    } else {
+        std::cout << "\n\nunsteered: " << pair.unsteered.text << "\nsteered:   " << pair.steered.text << std::endl;
+    }
+    return 0;
+}
+
+int commandSweep(int argc, char** argv) {
+    CommandLine cl(withModelOptions(kPlanOptions), {"propagate", "csv"});
+    cl.parse(argc, argv, 2);
+    auto model = loadModel(cl);
+    const GenerationOptions gen = generationOptions(cl);
+    auto session = prefilledSession(cl, model, gen.maxNewTokens);
+    const int layerCount = model->config().text.numLayers;
+    // Each comma-separated item of --layers / --ck / --cv is one setting; the sweep is their product.
+    std::vector<std::string> layerSettings = cl.has("layers") ? split(cl.get("layers"), ',') : std::vector<std::string>{"all"};
+    const std::vector<double> cks = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : std::vector<double>{1.0};
+    const std::vector<double> cvs = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : std::vector<double>{1.0};
+    PlanInputs base = planFromOptions(cl, *model, session->snapshot().visualSpan);
+    const Generation unsteered = session->generate(gen);
+
+    const bool csv = cl.has("csv");
+    if (csv) std::cout << "layers,ck,cv,changed,repetition,distinct,text\n";
+    else std::cout << "| layers | ck | cv | changed | repetition | distinct | text |\n|---|---|---|---|---|---|---|\n";
+    auto row = [&](const std::string& layers, double ck, double cv, const Generation& g) {
+        const auto [repetition, distinct] = degeneration(g.ids);
+        const bool changed = g.ids != unsteered.ids;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.3f", repetition);
+        if (csv) {
+            std::string quoted = g.text;
+            for (size_t i = 0; (i = quoted.find('"', i)) != std::string::npos; i += 2) quoted.insert(i, "\"");
+            std::cout << layers << "," << ck << "," << cv << "," << (changed ? "yes" : "no") << "," << buf << "," << distinct << ",\""
+                      << quoted << "\"\n";
+        } else {
+            std::cout << "| " << layers << " | " << ck << " | " << cv << " | " << (changed ? "yes" : "no") << " | " << buf << " | "
+                      << distinct << " | " << oneLine(g.text) << " |\n";
+        }
+        std::cout.flush();
+    };
+    row("none", 0, 0, unsteered);
+    for (const auto& layers : layerSettings)
+        for (double ck : cks)
+            for (double cv : cvs) {
+                SteeringPlan plan = base.plan;
+                plan.layers = parseRange(layers, layerCount, "--layers");
+                plan.ck = {ck};
+                plan.cv = {cv};
+                const SteeredCache steered = applyPlan(*session, plan);
+                GenerationOptions g = gen;
+                g.attentionBias = steered.attentionBias;
+                row(layers, ck, cv, session->decode(steered.cache, session->lastPromptToken(), g));
+            }
+    return 0;
+}
+
+} // namespace kvsteer

@@ -1,0 +1,33 @@
+#pragma once
+// Heatmap statistics over the visual grid, per layer: what the studio shows beside the image.
+// Every function returns [layers, grid_h, grid_w] float32 on CPU, cell (r, c) = visual token
+// r * grid_w + c. `head` is a KV head index, or -1 for the mean over heads; attention of a KV
+// head is the mean over the query heads that share it.
+#include "cache/KVCache.h"
+#include "steer/SteeringVectors.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+enum class HeatMetric { KeyNorm, ValueNorm, KeyDelta, ValueDelta, ValueCosine, Attention };
+std::string heatMetricName(HeatMetric m);   // "|K|", "|V|", "|dK|", "|dV|", "cos(V, dir)", "attention"
+
+// ‖K‖ or ‖V‖ at each visual position (batch row `row`).
+at::Tensor normHeatmaps(const KVCache& cache, bool keys, int head, int64_t row = 0);
+
+// ‖steered − base‖ at each visual position (the edit a plan made).
+at::Tensor deltaHeatmaps(const KVCache& base, const KVCache& steered, bool keys, int head, int64_t baseRow = 0, int64_t steeredRow = 0);
+
+// Cosine of V (or K) with the steering direction of the layer (0 where the layer has none).
+at::Tensor cosineHeatmaps(const KVCache& cache, const SteeringVectors& vectors, bool keys, int head, int64_t row = 0);
+
+// Attention of the current decoding token to each visual token, from captured weights
+// (per layer [B, H, S]); `kvHeads` groups query heads.
+at::Tensor attentionHeatmaps(const std::vector<at::Tensor>& attention, const VisualSpan& span, int64_t kvHeads, int head,
+                             int64_t row = 0);
+
+} // namespace kvsteer

@@ -1,0 +1,167 @@
+#include "steer/Recipes.h"
+
+#include "Error.h"
+#include "model/LlavaModel.h"
+#include "pipeline/Prompt.h"
+#include "pipeline/Session.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/linalg_eigh.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/where.h>
+#include <c10/core/GradMode.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace kvsteer {
+
+namespace {
+
+// The prompt's cache over all but its last token (what a Session keeps as the snapshot).
+std::unique_ptr<Session> prefilled(const std::shared_ptr<const LlavaModel>& model, const std::string& question, const ImageU8* image) {
+    auto session = std::make_unique<Session>(model);
+    session->prefill(buildPrompt(*model, question, false, image), 1);
+    return session;
+}
+
+// The visual span of one layer, [H_kv, N, D] float32; keys optionally rotated back to pre-RoPE.
+at::Tensor visualKV(const Session& s, int layer, bool keys, KeySpace space) {
+    const KVCache& c = s.snapshot();
+    const VisualSpan& span = c.visualSpan;
+    at::Tensor x = (keys ? c.keys(layer) : c.values(layer)).select(0, 0).narrow(1, span.start, span.length).to(at::kFloat);
+    if (keys && space == KeySpace::PreRope)
+        x = s.model().llama().rotate(x, at::arange(span.start, span.end(), at::TensorOptions().dtype(at::kLong)), true);
+    return x.to(at::kCPU);
+}
+
+// Differences [H, M, D] -> one direction per head [H, D]: the mean, or the first principal
+// direction (uncentred, of the differences themselves) aligned with and scaled to the mean.
+at::Tensor summarize(const at::Tensor& diffs, bool pca) {
+    at::Tensor mean = diffs.mean(1);
+    if (!pca) return mean;
+    at::Tensor gram = at::matmul(diffs.transpose(1, 2), diffs).to(at::kDouble);   // [H, D, D]
+    at::Tensor u = std::get<1>(at::linalg_eigh(gram)).select(2, -1).to(at::kFloat); // largest eigenvalue's vector
+    at::Tensor along = (u * mean).sum(1, true);                                       // mean · u, sign included
+    return u * along;
+}
+
+SteeringVectors emptyVectors(const LlavaModel& model, KeySpace space) {
+    SteeringVectors v;
+    v.keySpace = space;
+    v.keys.resize(model.config().text.numLayers);
+    v.values.resize(model.config().text.numLayers);
+    return v;
+}
+
+void requireVision(const LlavaModel& model) {
+    if (!model.hasVision()) throw Error("recipe: model " + model.config().name + " has no vision tower");
+}
+
+} // namespace
+
+SteeringVectors extractImagePair(std::shared_ptr<const LlavaModel> model, const std::string& question, const ImageU8& imageA,
+                                 const ImageU8& imageB, const ExtractOptions& options) {
+    c10::NoGradGuard noGrad;
+    requireVision(*model);
+    if (options.perPosition && options.pca) throw Error("recipe image-pair: --pca and --per-position exclude each other");
+    auto a = prefilled(model, question, &imageA);
+    auto b = prefilled(model, question, &imageB);
+    SteeringVectors v = emptyVectors(*model, options.keySpace);
+    for (int l = 0; l < model->config().text.numLayers; ++l)
+        for (bool keys : {true, false}) {
+            at::Tensor diffs = visualKV(*a, l, keys, options.keySpace) - visualKV(*b, l, keys, options.keySpace);
+            (keys ? v.keys : v.values)[l] = options.perPosition ? diffs.contiguous() : summarize(diffs, options.pca);
+        }
+    return v;
+}
+
+SteeringVectors extractRegion(std::shared_ptr<const LlavaModel> model, const std::string& question, const ImageU8& image,
+                              const at::Tensor& mask, const ExtractOptions& options) {
+    c10::NoGradGuard noGrad;
+    requireVision(*model);
+    auto s = prefilled(model, question, &image);
+    const VisualSpan& span = s->snapshot().visualSpan;
+    if (mask.sizes().vec() != std::vector<int64_t>{span.gridHeight, span.gridWidth})
+        throw Error("recipe region: mask must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) + "]");
+    const at::Tensor w = mask.to(at::kFloat).clamp(0, 1).reshape({1, -1, 1});   // region weight per position
+    const double inside = w.sum().item<double>(), outside = (1 - w).sum().item<double>();
+    if (inside <= 0 || outside <= 0) throw Error("recipe region: the mask must cover part of the grid, not none or all of it");
+    SteeringVectors v = emptyVectors(*model, options.keySpace);
+    v.mask = mask.to(at::kFloat).clone();
+    for (int l = 0; l < model->config().text.numLayers; ++l)
+        for (bool keys : {true, false}) {
+            at::Tensor x = visualKV(*s, l, keys, options.keySpace);       // [H, N, D]
+            at::Tensor rest = (x * (1 - w)).sum(1, true) / outside;        // [H, 1, D]
+            at::Tensor entry;
+            if (options.perPosition) {
+                entry = (w * (x - rest)).contiguous();
+            } else if (options.pca) {
+                at::Tensor inRegion = at::where(w.reshape({-1}) > 0.5)[0];
+                entry = summarize((x - rest).index_select(1, inRegion), true);
+            } else {
+                entry = ((x * w).sum(1) / inside) - rest.squeeze(1);
+            }
+            (keys ? v.keys : v.values)[l] = entry;
+        }
+    return v;
+}
+
+std::vector<TextPair> loadTextPairs(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("pairs file " + path + ": cannot open");
+    std::vector<TextPair> pairs;
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        try {
+            const auto j = nlohmann::json::parse(line);
+            pairs.push_back({j.at("positive").get<std::string>(), j.at("negative").get<std::string>()});
+        } catch (const std::exception& e) {
+            throw Error("pairs file " + path + " line " + std::to_string(n) + ": expected {\"positive\": \"...\", \"negative\": \"...\"} (" + e.what() + ")");
+        }
+    }
+    if (pairs.empty()) throw Error("pairs file " + path + ": no pairs");
+    return pairs;
+}
+
+SteeringVectors extractTextPairs(std::shared_ptr<const LlavaModel> model, const std::vector<TextPair>& pairs, const ExtractOptions& options) {
+    c10::NoGradGuard noGrad;
+    if (options.perPosition) throw Error("recipe text-pairs: --per-position needs an image");
+    if (pairs.empty()) throw Error("recipe text-pairs: no pairs");
+    const int layers = model->config().text.numLayers;
+    // K/V of the last token of a prompt, per layer: [H, D] each (keys optionally pre-RoPE).
+    auto lastToken = [&](const std::string& text) {
+        Session s(model);
+        s.prefill(buildPrompt(*model, text, true, nullptr), 1);
+        KVCache cache = s.snapshot().clone();
+        s.feed(cache, {s.lastPromptToken()});
+        const int64_t pos = cache.size() - 1;
+        std::vector<std::pair<at::Tensor, at::Tensor>> kv;
+        for (int l = 0; l < layers; ++l) {
+            at::Tensor k = cache.keys(l).select(0, 0).narrow(1, pos, 1).to(at::kFloat);   // [H, 1, D]
+            if (options.keySpace == KeySpace::PreRope)
+                k = model->llama().rotate(k, at::arange(pos, pos + 1, at::TensorOptions().dtype(at::kLong)), true);
+            kv.emplace_back(k.squeeze(1).cpu(), cache.values(l).select(0, 0).narrow(1, pos, 1).squeeze(1).to(at::kFloat).cpu());
+        }
+        return kv;
+    };
+    std::vector<std::vector<at::Tensor>> dk(layers), dv(layers);
+    for (const TextPair& p : pairs) {
+        const auto pos = lastToken(p.positive), neg = lastToken(p.negative);
+        for (int l = 0; l < layers; ++l) {
+            dk[l].push_back(pos[l].first - neg[l].first);
+            dv[l].push_back(pos[l].second - neg[l].second);
+        }
+    }
+    SteeringVectors v = emptyVectors(*model, options.keySpace);
+    for (int l = 0; l < layers; ++l) {
+        v.keys[l] = summarize(at::stack(dk[l], 1), options.pca);   // [H, pairs, D] -> [H, D]
+        v.values[l] = summarize(at::stack(dv[l], 1), options.pca);
+    }
+    return v;
+}
+
+} // namespace kvsteer

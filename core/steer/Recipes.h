@@ -1,0 +1,46 @@
+#pragma once
+// Recipes that compute SteeringVectors from the model's own cache:
+//   image pair   prefill A and B with the same prompt; Δ = mean over visual positions of A − B
+//                (or per position, keeping the grid layout)
+//   region       one image; Δ = mean over the painted region − mean over the rest
+//   text pairs   (cache steering) mean over N pairs of K/V(positive) − K/V(negative) at the
+//                last prompt token
+//   --pca        instead of the mean: the first principal direction of the individual
+//                differences (per position for images, per pair for text), sign aligned with the
+//                mean and scaled to the mean's length along it
+// Keys are taken as cached (post-RoPE) or rotated back to position-free (pre-RoPE) space.
+#include "model/Image.h"
+#include "steer/SteeringVectors.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kvsteer {
+
+class LlavaModel;
+
+struct ExtractOptions {
+    KeySpace keySpace = KeySpace::PostRope;
+    bool perPosition = false;
+    bool pca = false;
+};
+
+SteeringVectors extractImagePair(std::shared_ptr<const LlavaModel> model, const std::string& question, const ImageU8& imageA,
+                                 const ImageU8& imageB, const ExtractOptions& options);
+
+SteeringVectors extractRegion(std::shared_ptr<const LlavaModel> model, const std::string& question, const ImageU8& image,
+                              const at::Tensor& mask, const ExtractOptions& options);
+
+struct TextPair {
+    std::string positive, negative;
+};
+// Pairs are full prompts (tokenized with BOS, no template). Reads JSONL: {"positive": ..., "negative": ...} per line.
+std::vector<TextPair> loadTextPairs(const std::string& path);
+SteeringVectors extractTextPairs(std::shared_ptr<const LlavaModel> model, const std::vector<TextPair>& pairs,
+                                 const ExtractOptions& options);
+
+} // namespace kvsteer

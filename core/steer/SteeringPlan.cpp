@@ -1,0 +1,201 @@
+#include "steer/SteeringPlan.h"
+
+#include "Error.h"
+#include "model/LlavaModel.h"
+#include "pipeline/Session.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/nonzero.h>
+#include <ATen/ops/zeros.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace kvsteer {
+
+namespace {
+
+const std::vector<std::pair<SteeringOperator, const char*>> kOperatorNames = {
+    {SteeringOperator::Add, "add"},         {SteeringOperator::NormPreserving, "norm"},
+    {SteeringOperator::PreRope, "prerope"}, {SteeringOperator::Scale, "scale"},
+    {SteeringOperator::Spotlight, "spotlight"}, {SteeringOperator::Ablate, "ablate"},
+};
+
+double coefficient(const std::vector<double>& c, int layer) {
+    if (c.empty()) return 0.0;
+    if (c.size() == 1) return c[0];
+    if (layer < 0 || layer >= static_cast<int>(c.size())) throw Error("steering plan: no coefficient for layer " + std::to_string(layer));
+    return c[layer];
+}
+
+// The direction for one head at the edited positions: [D] broadcast, or [n, D] per position.
+at::Tensor directionFor(const at::Tensor& entry, int64_t head, const at::Tensor& index) {
+    at::Tensor d = entry.select(0, head);
+    return d.dim() == 2 ? d.index_select(0, index) : d;
+}
+
+void validate(const Session& session, const SteeringPlan& plan) {
+    const ModelConfig& c = session.model().config();
+    const VisualSpan& span = session.snapshot().visualSpan;
+    if (!span.valid()) throw Error("steering: the prompt has no image, so there are no visual tokens to steer");
+    const std::vector<int64_t> grid{span.gridHeight, span.gridWidth};
+    if (!plan.strength.defined() || plan.strength.sizes().vec() != grid)
+        throw Error("steering plan: strength map must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) + "]");
+    for (int l : plan.layers)
+        if (l < 0 || l >= c.text.numLayers)
+            throw Error("steering plan: layer " + std::to_string(l) + " is outside 0.." + std::to_string(c.text.numLayers - 1));
+    for (const auto& [layer, heads] : plan.headMask)
+        for (int h : heads)
+            if (h < 0 || h >= c.text.numKvHeads)
+                throw Error("steering plan: head " + std::to_string(h) + " is outside 0.." + std::to_string(c.text.numKvHeads - 1) + " (KV heads)");
+    for (const auto* coeffs : {&plan.ck, &plan.cv})
+        if (coeffs->size() != 1 && coeffs->size() != static_cast<size_t>(c.text.numLayers))
+            throw Error("steering plan: c_k / c_v need one value or one per layer (" + std::to_string(c.text.numLayers) + ")");
+    if (!operatorNeedsVectors(plan.op)) return;
+    if (plan.vectors.numLayers() != c.text.numLayers)
+        throw Error("steering plan: operator '" + operatorName(plan.op) + "' needs steering vectors for this model (" +
+                    std::to_string(c.text.numLayers) + " layers)");
+    const bool wantPre = plan.op == SteeringOperator::PreRope;
+    if ((plan.vectors.keySpace == KeySpace::PreRope) != wantPre)
+        throw Error("steering plan: operator '" + operatorName(plan.op) + "' needs " + (wantPre ? "pre-rope" : "post-rope") +
+                    " key vectors, these are " + keySpaceName(plan.vectors.keySpace) + " (extract with the matching --key-space)");
+    if (plan.vectors.perPosition())
+        for (int l = 0; l < c.text.numLayers; ++l)
+            for (const at::Tensor* t : {&plan.vectors.keys[l], &plan.vectors.values[l]})
+                if (t->defined() && t->size(1) != span.length)
+                    throw Error("steering plan: per-position vectors hold " + std::to_string(t->size(1)) + " positions, the image has " +
+                                std::to_string(span.length));
+}
+
+// Edits one head's visual span x [N, D] at `index` (positions with nonzero factor).
+void editHead(const at::Tensor& span, const at::Tensor& index, const at::Tensor& factor, SteeringOperator op, const at::Tensor& dir,
+              const at::Tensor& ablateTarget, const Llama& llama, int64_t spanStart, bool isKey) {
+    at::Tensor x = span.index_select(0, index);   // [n, D]
+    at::Tensor f = factor.unsqueeze(1);           // [n, 1] = s(p) * c
+    at::Tensor out;
+    switch (op) {
+    case SteeringOperator::Add:
+        out = x + f * dir;
+        break;
+    case SteeringOperator::PreRope:
+        out = isKey ? x + f * llama.rotate(dir.expand_as(x), index + spanStart) : x + f * dir;
+        break;
+    case SteeringOperator::NormPreserving: {
+        at::Tensor y = x + f * dir;
+        at::Tensor yNorm = y.norm(2, {1}, true);
+        out = at::where(yNorm > 0, y * (x.norm(2, {1}, true) / yNorm), x);
+        break;
+    }
+    case SteeringOperator::Scale:
+        out = x * (1 + f);
+        break;
+    case SteeringOperator::Ablate:
+        out = x + f * (ablateTarget - x);
+        break;
+    case SteeringOperator::Spotlight:
+        return;
+    }
+    span.index_copy_(0, index, out.to(span.scalar_type()));
+}
+
+} // namespace
+
+std::string operatorName(SteeringOperator op) {
+    for (const auto& [o, n] : kOperatorNames)
+        if (o == op) return n;
+    return "?";
+}
+
+SteeringOperator parseOperator(const std::string& name) {
+    for (const auto& [o, n] : kOperatorNames)
+        if (name == n) return o;
+    throw Error("operator '" + name + "' is not known (expected add, norm, prerope, scale, spotlight or ablate)");
+}
+
+bool operatorNeedsVectors(SteeringOperator op) {
+    return op == SteeringOperator::Add || op == SteeringOperator::NormPreserving || op == SteeringOperator::PreRope;
+}
+
+double SteeringPlan::ckFor(int layer) const { return coefficient(ck, layer); }
+double SteeringPlan::cvFor(int layer) const { return coefficient(cv, layer); }
+
+bool SteeringPlan::touchesLayer(int layer) const {
+    return layers.empty() || std::find(layers.begin(), layers.end(), layer) != layers.end();
+}
+
+std::vector<int64_t> SteeringPlan::headsFor(int layer, int64_t kvHeads) const {
+    auto it = headMask.find(layer);
+    if (it == headMask.end() || it->second.empty()) {
+        std::vector<int64_t> all(kvHeads);
+        for (int64_t h = 0; h < kvHeads; ++h) all[h] = h;
+        return all;
+    }
+    return std::vector<int64_t>(it->second.begin(), it->second.end());
+}
+
+SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
+    c10::NoGradGuard noGrad;
+    const auto t0 = std::chrono::steady_clock::now();
+    validate(session, plan);
+    const LlavaModel& model = session.model();
+    const TextConfig& t = model.config().text;
+    const VisualSpan span = session.snapshot().visualSpan;
+
+    SteeredCache out;
+    out.cache = session.snapshot().clone();
+    out.attentionBias.resize(t.numLayers);
+    const at::Tensor strength = plan.strength.to(at::kCPU).to(at::kFloat).reshape({-1});
+    const int64_t groups = t.numHeads / t.numKvHeads;
+    bool edited = false;   // nothing touched -> nothing to propagate (keeps strength 0 bit-identical)
+
+    for (int l = 0; l < t.numLayers; ++l) {
+        if (!plan.touchesLayer(l)) continue;
+        for (bool isKey : {true, false}) {
+            const double c = isKey ? plan.ckFor(l) : plan.cvFor(l);
+            if (c == 0.0) continue;
+            // Only positions whose factor is nonzero are touched: strength 0 is bit-identical.
+            const at::Tensor factorAll = strength * c;
+            const at::Tensor index = at::nonzero(factorAll).reshape({-1});
+            if (index.numel() == 0) continue;
+            const at::Tensor factor = factorAll.index_select(0, index);
+            edited = true;
+
+            if (plan.op == SteeringOperator::Spotlight) {
+                if (!isKey) continue;   // spotlight is one bias per position: c_k
+                at::Tensor bias = at::zeros({1, t.numHeads, span.end()}, at::kFloat);
+                for (int64_t h : plan.headsFor(l, t.numKvHeads))
+                    bias.select(0, 0).narrow(0, h * groups, groups).index_copy_(1, index + span.start, factor.unsqueeze(0).expand({groups, -1}).contiguous());
+                out.attentionBias[l] = bias.to(model.format().device);
+                continue;
+            }
+            const at::Tensor entry = isKey ? (l < plan.vectors.numLayers() ? plan.vectors.keys[l] : at::Tensor())
+                                           : (l < plan.vectors.numLayers() ? plan.vectors.values[l] : at::Tensor());
+            if (operatorNeedsVectors(plan.op) && !entry.defined()) continue;   // no direction for this layer
+            at::Tensor cached = (isKey ? out.cache.keys(l) : out.cache.values(l)).select(0, 0);   // [H_kv, S, D]
+            const at::Tensor dev = index.to(cached.device());
+            const at::Tensor fdev = factor.to(cached.device(), cached.scalar_type());
+            for (int64_t h : plan.headsFor(l, t.numKvHeads)) {
+                at::Tensor headSpan = cached.select(0, h).narrow(0, span.start, span.length);   // [N, D]
+                at::Tensor dir = entry.defined() ? directionFor(entry.to(cached.device(), cached.scalar_type()), h, dev) : at::Tensor();
+                at::Tensor target = plan.ablateTarget == AblateTarget::Mean ? headSpan.mean(0) : at::zeros_like(headSpan.select(0, 0));
+                editHead(headSpan, dev, fdev, plan.op, dir, target, model.llama(), span.start, isKey);
+            }
+        }
+    }
+
+    if (edited && plan.mode == PlanMode::Propagate && span.end() < out.cache.size()) {
+        // Recompute the text after the image from the edited cache (spotlight bias included).
+        const std::vector<int64_t> suffix(out.cache.tokens().begin() + span.end(), out.cache.tokens().end());
+        out.cache.truncate(span.end());
+        ForwardHooks hooks;
+        hooks.attentionBias = out.attentionBias;
+        session.feed(out.cache, suffix, &hooks);
+        out.cache.visualSpan = span;
+    }
+    out.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+}
+
+} // namespace kvsteer

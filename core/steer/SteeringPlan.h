@@ -1,0 +1,67 @@
+#pragma once
+// SteeringPlan: what to change in the cache, where, and how strongly — and applying it.
+//
+// A plan edits only visual positions with nonzero strength s(p) (times the layer's
+// coefficient), only in its layers and KV heads; every other element of the cache stays
+// bitwise as the pristine snapshot had it. Operators, for a cached vector x at position p:
+//   add            x += s c Δ
+//   norm           y = x + s c Δ, then x = y ‖x‖ / ‖y‖            (direction moves, norm kept)
+//   prerope        keys: x += s c R(p) Δ, R(p) the RoPE rotation of position p; values as add
+//   scale          x *= 1 + s c                                   (no vectors needed)
+//   spotlight      no cache edit: s c is added to the attention logits of p while decoding
+//   ablate         x += s c (target - x), target = mean over the visual span (or zero)
+// c is c_k for keys and c_v for values (spotlight uses c_k). Modes: edit-only keeps the K/V the
+// text after the image got from the unsteered image; propagate recomputes that text suffix from
+// the edited cache, so the prompt itself sees the steered image.
+#include "cache/KVCache.h"
+#include "steer/SteeringVectors.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+class Session;
+
+enum class SteeringOperator { Add, NormPreserving, PreRope, Scale, Spotlight, Ablate };
+std::string operatorName(SteeringOperator op);   // add | norm | prerope | scale | spotlight | ablate
+SteeringOperator parseOperator(const std::string& name);
+bool operatorNeedsVectors(SteeringOperator op);
+
+enum class PlanMode { EditOnly, Propagate };
+enum class AblateTarget { Mean, Zero };
+
+struct SteeringPlan {
+    at::Tensor strength;                 // [grid_h, grid_w] float32; the painted map
+    std::vector<int> layers;             // empty = every layer
+    std::map<int, std::vector<int>> headMask;   // layer -> KV heads; a layer not listed = all heads
+    std::vector<double> ck{1.0};         // one value, or one per model layer
+    std::vector<double> cv{1.0};
+    SteeringOperator op = SteeringOperator::Add;
+    PlanMode mode = PlanMode::EditOnly;
+    AblateTarget ablateTarget = AblateTarget::Mean;
+    SteeringVectors vectors;
+
+    double ckFor(int layer) const;
+    double cvFor(int layer) const;
+    bool touchesLayer(int layer) const;
+    std::vector<int64_t> headsFor(int layer, int64_t kvHeads) const;
+};
+
+// The result of applying a plan to a session's snapshot.
+struct SteeredCache {
+    KVCache cache;
+    // Per layer, [1, H, S'] additive attention-logit bias for decoding (spotlight), else empty.
+    std::vector<at::Tensor> attentionBias;
+    double editMs = 0;
+};
+
+// Clones the session's pristine snapshot and applies the plan (and the propagate recompute).
+// Throws kvsteer::Error when the plan does not fit the model or the prompt (no image, wrong grid,
+// vectors of the wrong shape or key space).
+SteeredCache applyPlan(const Session& session, const SteeringPlan& plan);
+
+} // namespace kvsteer

@@ -1,0 +1,57 @@
+#pragma once
+// SteeringVectors: per-layer directions in the KV cache, ΔK and ΔV, and their file format.
+//
+// A layer's entry is [H_kv, D] (one direction per KV head, the same at every visual position)
+// or [H_kv, N, D] (one per visual position, N = grid_h * grid_w, row-major over the grid).
+// Keys live in one of two spaces: post-RoPE (as cached; a delta means something different at
+// each position) or pre-RoPE (position-free; rotated to each position when applied).
+//
+// File: safetensors with steer.keys.<layer>, steer.values.<layer> (float32), steer.mask
+// [grid_h, grid_w] and __metadata__["kvsteer"] = JSON describing model, key space, operator,
+// coefficients, layers, head mask, recipe and its inputs, prompt template and kvsteer version.
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+class LlavaModel;
+
+enum class KeySpace { PostRope, PreRope };
+std::string keySpaceName(KeySpace space);           // "post-rope" | "pre-rope"
+KeySpace parseKeySpace(const std::string& name);    // throws kvsteer::Error
+
+struct SteeringVectors {
+    std::vector<at::Tensor> keys;     // per model layer; undefined = no direction for that layer
+    std::vector<at::Tensor> values;
+    KeySpace keySpace = KeySpace::PostRope;
+    at::Tensor mask;                  // [grid_h, grid_w] float32: the region the recipe used (may be undefined)
+
+    int numLayers() const { return static_cast<int>(keys.size()); }
+    bool perPosition() const;         // entries are [H_kv, N, D]
+    bool hasLayer(int layer) const;
+};
+
+// Everything about a vector file besides the tensors. Fields left empty are simply not written.
+struct SteeringFileInfo {
+    std::string modelName;
+    std::string configHash;
+    std::string operatorName;         // the operator the vectors were made for (a default for `steer`)
+    std::vector<double> ck, cv;       // suggested coefficients (one value or one per layer)
+    std::vector<int> layers;          // suggested layers
+    std::vector<std::vector<int>> headMask;   // per layer, KV heads (empty = all)
+    std::string recipe;               // image-pair | region | text-pairs | imported ...
+    std::string recipeInputsJson;     // JSON object text: the recipe's inputs (files, prompt, options)
+    std::string promptTemplate;
+    std::string version;              // kvsteer version that wrote it
+};
+
+// Writes atomically. Tensors are stored as float32 on CPU.
+void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, const SteeringFileInfo& info);
+
+// Reads and validates against `model`: the config hash, the layer count, H_kv, head_dim, the grid,
+// and every tensor's shape. Any mismatch is a kvsteer::Error naming the file and the field.
+SteeringVectors loadSteeringFile(const std::string& path, const LlavaModel& model, SteeringFileInfo* info = nullptr);
+
+} // namespace kvsteer

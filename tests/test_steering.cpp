@@ -1,0 +1,416 @@
+// The steering engine on the reference checkpoint: zero plans are bit-identical, edits stay
+// exactly where the plan says, every operator equals its formula computed here independently,
+// spotlight acts as a logit bias, vector files round-trip and refuse other models, side-by-side
+// batching equals separate runs, and the heatmaps keep the grid's orientation.
+#include "TestSupport.h"
+#include "Error.h"
+#include "model/LlavaModel.h"
+#include "pipeline/Heatmaps.h"
+#include "pipeline/Prompt.h"
+#include "pipeline/Session.h"
+#include "pipeline/SideBySide.h"
+#include "steer/Mask.h"
+#include "steer/Recipes.h"
+#include "steer/SteeringPlan.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/zeros.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace kvsteer;
+using namespace kvsteer::test;
+
+namespace {
+
+// Random per-head directions for every layer, seeded.
+SteeringVectors randomVectors(const LlavaModel& m, KeySpace space, uint64_t seed) {
+    at::manual_seed(seed);
+    SteeringVectors v;
+    v.keySpace = space;
+    for (int l = 0; l < m.config().text.numLayers; ++l) {
+        v.keys.push_back(at::randn({m.config().text.numKvHeads, m.config().text.headDim}));
+        v.values.push_back(at::randn({m.config().text.numKvHeads, m.config().text.headDim}));
+    }
+    return v;
+}
+
+at::Tensor rectStrength(int r0, int c0, int r1, int c1, float value = 1.0f) {
+    at::Tensor s = at::zeros({24, 24});
+    s.narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1).fill_(value);
+    return s;
+}
+
+// Independent RoPE: rotate-half by angle pos / theta^(2i/d), in double precision.
+at::Tensor ropeByHand(const at::Tensor& x, int64_t pos, double theta) {
+    const int64_t d = x.size(-1), half = d / 2;
+    at::Tensor out = x.to(at::kDouble).clone();
+    auto in = x.to(at::kDouble);
+    for (int64_t i = 0; i < half; ++i) {
+        const double angle = double(pos) / std::pow(theta, double(2 * i) / double(d));
+        at::Tensor a = in.select(-1, i), b = in.select(-1, i + half);
+        out.select(-1, i).copy_(a * std::cos(angle) - b * std::sin(angle));
+        out.select(-1, i + half).copy_(b * std::cos(angle) + a * std::sin(angle));
+    }
+    return out.to(at::kFloat);
+}
+
+} // namespace
+
+class TestSteering : public QObject {
+    Q_OBJECT
+
+    std::shared_ptr<LlavaModel> model_;
+    std::unique_ptr<Session> session_;
+    QTemporaryDir tmp_;
+
+    SteeringPlan basePlan(SteeringOperator op, KeySpace space = KeySpace::PostRope) {
+        SteeringPlan p;
+        p.op = op;
+        p.strength = rectStrength(2, 3, 5, 9, 0.75f);
+        p.layers = {1};
+        p.headMask[1] = {1};
+        p.ck = {1.5};
+        p.cv = {2.0};
+        p.vectors = randomVectors(*model_, space, 11);
+        return p;
+    }
+
+    // Checks that only layer 1, KV head 1, the plan's positions changed; returns the expected/actual
+    // pairs for the edited block: [n, D] each for keys and values.
+    void checkLocality(const KVCache& before, const KVCache& after, const SteeringPlan& plan, bool keysChange, bool valuesChange) {
+        const VisualSpan& span = before.visualSpan;
+        const at::Tensor touched = (plan.strength.reshape({-1}) != 0);
+        for (int l = 0; l < before.numLayers(); ++l)
+            for (bool keys : {true, false}) {
+                at::Tensor a = keys ? before.keys(l) : before.values(l), b = keys ? after.keys(l) : after.values(l);
+                QCOMPARE(a.sizes(), b.sizes());
+                at::Tensor same = (a == b);
+                if (l == 1 && (keys ? keysChange : valuesChange)) {
+                    // Inside the edited block something changed; outside it everything is bitwise equal.
+                    at::Tensor block = same.select(0, 0).select(0, 1).narrow(0, span.start, span.length);   // [N, D]
+                    QVERIFY(!block.index_select(0, at::nonzero(touched).reshape({-1})).all().item<bool>());
+                    at::Tensor mask = at::ones_like(same);
+                    mask.select(0, 0).select(0, 1).narrow(0, span.start, span.length).index_fill_(0, at::nonzero(touched).reshape({-1}), 0);
+                    QVERIFY((same | (mask == 0)).all().item<bool>());
+                } else {
+                    QVERIFY2(same.all().item<bool>(), ("layer " + std::to_string(l) + (keys ? " keys" : " values") + " changed").c_str());
+                }
+            }
+    }
+
+    // The edited rows of layer 1, head 1 (positions with nonzero strength), as [n, D].
+    at::Tensor editedRows(const KVCache& c, bool keys, const SteeringPlan& plan) {
+        const VisualSpan& span = c.visualSpan;
+        at::Tensor idx = at::nonzero(plan.strength.reshape({-1})).reshape({-1});
+        return (keys ? c.keys(1) : c.values(1)).select(0, 0).select(0, 1).narrow(0, span.start, span.length).index_select(0, idx);
+    }
+    at::Tensor factors(const SteeringPlan& plan, double c) {
+        at::Tensor s = plan.strength.reshape({-1});
+        return (s.index_select(0, at::nonzero(s).reshape({-1})) * c).unsqueeze(1);
+    }
+
+private slots:
+    void initTestCase() {
+        model_ = LlavaModel::load(referenceModelDir());
+        session_ = std::make_unique<Session>(model_);
+        const ImageU8 image = loadImage(referenceDir() + "/images/red_square_336x336.png");
+        session_->prefill(buildPrompt(*model_, "What is shown in this image?", false, &image), 16);
+        QVERIFY(tmp_.isValid());
+    }
+
+    void zeroPlanIsBitIdentical() {
+        GenerationOptions gen;
+        gen.maxNewTokens = 10;
+        gen.stopAtEos = false;
+        const Generation plain = session_->generate(gen);
+        for (auto op : {SteeringOperator::Add, SteeringOperator::NormPreserving, SteeringOperator::Scale, SteeringOperator::Spotlight,
+                        SteeringOperator::Ablate})
+            for (auto mode : {PlanMode::EditOnly, PlanMode::Propagate}) {
+                SteeringPlan zeroStrength = basePlan(op);
+                zeroStrength.mode = mode;
+                zeroStrength.strength = at::zeros({24, 24});
+                SteeringPlan zeroCoefficient = basePlan(op);
+                zeroCoefficient.mode = mode;
+                zeroCoefficient.ck = {0.0};
+                zeroCoefficient.cv = {0.0};
+                for (const SteeringPlan* p : {&zeroStrength, &zeroCoefficient}) {
+                    const SteeredCache s = applyPlan(*session_, *p);
+                    for (int l = 0; l < s.cache.numLayers(); ++l) {
+                        QVERIFY(at::equal(s.cache.keys(l), session_->snapshot().keys(l)));
+                        QVERIFY(at::equal(s.cache.values(l), session_->snapshot().values(l)));
+                    }
+                    GenerationOptions g = gen;
+                    g.attentionBias = s.attentionBias;
+                    QCOMPARE(session_->decode(s.cache, session_->lastPromptToken(), g).ids, plain.ids);
+                }
+            }
+    }
+
+    void addEqualsFormulaAndStaysLocal() {
+        const SteeringPlan p = basePlan(SteeringOperator::Add);
+        const SteeredCache s = applyPlan(*session_, p);
+        checkLocality(session_->snapshot(), s.cache, p, true, true);
+        at::Tensor k0 = editedRows(session_->snapshot(), true, p), v0 = editedRows(session_->snapshot(), false, p);
+        QVERIFY(maxAbsDiff(editedRows(s.cache, true, p), k0 + factors(p, 1.5) * p.vectors.keys[1][1]) <= 1e-6);
+        QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), v0 + factors(p, 2.0) * p.vectors.values[1][1]) <= 1e-6);
+    }
+
+    void normPreservingKeepsNorms() {
+        const SteeringPlan p = basePlan(SteeringOperator::NormPreserving);
+        const SteeredCache s = applyPlan(*session_, p);
+        checkLocality(session_->snapshot(), s.cache, p, true, true);
+        at::Tensor v0 = editedRows(session_->snapshot(), false, p), v1 = editedRows(s.cache, false, p);
+        at::Tensor y = v0 + factors(p, 2.0) * p.vectors.values[1][1];
+        QVERIFY(maxAbsDiff(v1, y / y.norm(2, {1}, true) * v0.norm(2, {1}, true)) <= 1e-5);
+        QVERIFY(maxAbsDiff(v1.norm(2, {1}), v0.norm(2, {1})) <= 1e-4);
+    }
+
+    void preRopeRotatesTheDeltaByThePositionsAngle() {
+        const SteeringPlan p = basePlan(SteeringOperator::PreRope, KeySpace::PreRope);
+        const SteeredCache s = applyPlan(*session_, p);
+        checkLocality(session_->snapshot(), s.cache, p, true, true);
+        const VisualSpan& span = session_->snapshot().visualSpan;
+        at::Tensor idx = at::nonzero(p.strength.reshape({-1})).reshape({-1});
+        at::Tensor k0 = editedRows(session_->snapshot(), true, p), k1 = editedRows(s.cache, true, p);
+        at::Tensor f = factors(p, 1.5);
+        for (int64_t i = 0; i < idx.numel(); ++i) {
+            const int64_t pos = span.start + idx[i].item<int64_t>();
+            at::Tensor expected = k0[i] + f[i] * ropeByHand(p.vectors.keys[1][1], pos, model_->config().text.ropeTheta);
+            QVERIFY(maxAbsDiff(k1[i], expected) <= 1e-5);
+        }
+        // Values have no RoPE: a plain add.
+        QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), editedRows(session_->snapshot(), false, p) + factors(p, 2.0) * p.vectors.values[1][1]) <= 1e-6);
+        // The operator refuses vectors in the other key space.
+        SteeringPlan wrong = basePlan(SteeringOperator::PreRope, KeySpace::PostRope);
+        QVERIFY_THROWS_EXCEPTION(Error, applyPlan(*session_, wrong));
+    }
+
+    void scaleAndAblate() {
+        SteeringPlan p = basePlan(SteeringOperator::Scale);
+        SteeredCache s = applyPlan(*session_, p);
+        checkLocality(session_->snapshot(), s.cache, p, true, true);
+        QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), editedRows(session_->snapshot(), false, p) * (1 + factors(p, 2.0))) <= 1e-6);
+
+        for (auto target : {AblateTarget::Mean, AblateTarget::Zero}) {
+            p = basePlan(SteeringOperator::Ablate);
+            p.ablateTarget = target;
+            p.strength = rectStrength(2, 3, 5, 9, 1.0f);
+            p.ck = {1.0};
+            p.cv = {1.0};
+            s = applyPlan(*session_, p);
+            checkLocality(session_->snapshot(), s.cache, p, true, true);
+            const VisualSpan& span = session_->snapshot().visualSpan;
+            at::Tensor all = session_->snapshot().values(1).select(0, 0).select(0, 1).narrow(0, span.start, span.length);
+            at::Tensor expected = target == AblateTarget::Mean ? all.mean(0).expand_as(editedRows(s.cache, false, p)) : at::zeros_like(editedRows(s.cache, false, p));
+            QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), expected) <= 1e-5);
+        }
+    }
+
+    void spotlightActsAsALogitBias() {
+        SteeringPlan p = basePlan(SteeringOperator::Spotlight);
+        p.headMask.clear();   // all heads
+        p.ck = {3.0};
+        const SteeredCache s = applyPlan(*session_, p);
+        for (int l = 0; l < s.cache.numLayers(); ++l) QVERIFY(at::equal(s.cache.values(l), session_->snapshot().values(l)));
+        GenerationOptions gen;
+        gen.maxNewTokens = 1;
+        gen.captureAttention = true;
+        std::vector<at::Tensor> plain, biased;
+        session_->generate(gen, [&](const TokenEvent& ev) { plain = *ev.attention; });
+        gen.attentionBias = s.attentionBias;
+        session_->decode(s.cache, session_->lastPromptToken(), gen, [&](const TokenEvent& ev) { biased = *ev.attention; });
+        // Layer 0 is untouched; layer 1 sees the same queries and keys, so p' = p e^b / sum(p e^b).
+        QVERIFY(at::equal(plain[0], biased[0]));
+        const VisualSpan& span = session_->snapshot().visualSpan;
+        at::Tensor b = at::zeros({plain[1].size(-1)});
+        b.narrow(0, span.start, span.length).copy_(p.strength.reshape({-1}) * 3.0);
+        at::Tensor w = plain[1] * at::exp(b);
+        QVERIFY(maxAbsDiff(biased[1], w / w.sum(-1, true)) <= 1e-6);
+        // More attention on the lit patch, on average over heads.
+        at::Tensor lit = at::nonzero(p.strength.reshape({-1}) > 0).reshape({-1}) + span.start;
+        QVERIFY(biased[1].index_select(2, lit).sum().item<double>() > plain[1].index_select(2, lit).sum().item<double>());
+    }
+
+    void propagateRecomputesOnlyTheTextSuffix() {
+        SteeringPlan p = basePlan(SteeringOperator::Add);
+        p.layers = {0};
+        p.headMask.clear();
+        p.mode = PlanMode::Propagate;
+        const SteeredCache s = applyPlan(*session_, p);
+        const VisualSpan& span = session_->snapshot().visualSpan;
+        const int64_t n = session_->snapshot().size();
+        QCOMPARE(s.cache.size(), n);
+        for (int l = 0; l < s.cache.numLayers(); ++l) {
+            // Before the image: untouched. The text after it: recomputed. Its layer-0 K/V come from
+            // the token embeddings alone; from layer 1 on they have attended to the edited layer 0.
+            QVERIFY(at::equal(s.cache.keys(l).narrow(2, 0, span.start), session_->snapshot().keys(l).narrow(2, 0, span.start)));
+            const double suffixChange = maxAbsDiff(s.cache.values(l).narrow(2, span.end(), n - span.end()),
+                                                   session_->snapshot().values(l).narrow(2, span.end(), n - span.end()));
+            QVERIFY2(l == 0 ? suffixChange <= 1e-4 : suffixChange > 1e-3, std::to_string(suffixChange).c_str());
+        }
+        // Layers above the edit keep their visual K/V: only the suffix is recomputed.
+        QVERIFY(at::equal(s.cache.values(2).narrow(2, span.start, span.length), session_->snapshot().values(2).narrow(2, span.start, span.length)));
+        // Recomputing with the unedited cache reproduces the snapshot's suffix (same ids, same positions).
+        KVCache again = session_->snapshot().clone();
+        const std::vector<int64_t> suffix(again.tokens().begin() + span.end(), again.tokens().end());
+        again.truncate(span.end());
+        session_->feed(again, suffix);
+        for (int l = 0; l < again.numLayers(); ++l) QVERIFY(maxAbsDiff(again.values(l), session_->snapshot().values(l)) <= 1e-4);
+    }
+
+    void sideBySideEqualsSeparateRuns() {
+        for (auto op : {SteeringOperator::Add, SteeringOperator::Spotlight}) {
+            SteeringPlan p = basePlan(op);
+            p.layers = {};
+            p.headMask.clear();
+            p.cv = {4.0};
+            p.ck = {4.0};
+            p.strength = rectStrength(0, 0, 23, 23);
+            const SteeredCache s = applyPlan(*session_, p);
+            GenerationOptions gen;
+            gen.maxNewTokens = 12;
+            gen.stopAtEos = false;
+            const GenerationPair pair = decodeSideBySide(*session_, s, gen);
+            GenerationOptions g = gen;
+            g.attentionBias = s.attentionBias;
+            const Generation alone = session_->decode(s.cache, session_->lastPromptToken(), g);
+            QCOMPARE(pair.unsteered.ids, session_->generate(gen).ids);
+            QCOMPARE(pair.steered.ids, alone.ids);
+            QCOMPARE(pair.steered.text, alone.text);
+            QVERIFY(pair.steered.ids != pair.unsteered.ids);   // the edit matters on this model
+        }
+    }
+
+    void vectorFilesRoundTripAndRefuseOtherModels() {
+        const ImageU8 a = loadImage(referenceDir() + "/images/red_square_336x336.png");
+        const ImageU8 b = loadImage(referenceDir() + "/images/gradient_500x300.png");
+        const std::string path = tmp_.filePath("v.safetensors").toStdString();
+        for (bool perPosition : {false, true}) {
+            ExtractOptions o;
+            o.perPosition = perPosition;
+            o.keySpace = perPosition ? KeySpace::PreRope : KeySpace::PostRope;
+            const SteeringVectors v = extractImagePair(model_, "What is shown?", a, b, o);
+            SteeringFileInfo info;
+            info.modelName = model_->config().name;
+            info.configHash = model_->config().configHash;
+            info.operatorName = "add";
+            info.ck = {0.5};
+            info.cv = {1, 2, 3};
+            info.layers = {0, 2};
+            info.headMask = {{0}, {}, {1}};
+            info.recipe = "image-pair";
+            info.recipeInputsJson = R"({"prompt":"What is shown?"})";
+            info.promptTemplate = "USER: <image>\n{question} ASSISTANT:";
+            saveSteeringFile(path, v, info);
+            SteeringFileInfo back;
+            const SteeringVectors w = loadSteeringFile(path, *model_, &back);
+            QVERIFY(w.keySpace == v.keySpace);
+            QCOMPARE(w.perPosition(), perPosition);
+            for (int l = 0; l < v.numLayers(); ++l) {
+                QVERIFY(at::equal(w.keys[l], v.keys[l]));
+                QVERIFY(at::equal(w.values[l], v.values[l]));
+            }
+            QCOMPARE(back.cv, info.cv);
+            QCOMPARE(back.layers, info.layers);
+            QCOMPARE(back.headMask, info.headMask);
+            QCOMPARE(back.recipe, info.recipe);
+        }
+        // The same model under another directory layout (float16 shards, trimmed config) is accepted...
+        const std::string same = tmp_.filePath("same").toStdString();
+        writeConvertedReferenceModel(same, at::kHalf, 3 * 1024 * 1024);
+        loadSteeringFile(path, *LlavaModel::load(same));
+        // ...a model whose config differs is refused, naming both.
+        const std::string other = tmp_.filePath("other").toStdString();
+        copyModelMetadata(other);
+        std::filesystem::copy_file(referenceModelDir() + "/model.safetensors", other + "/model.safetensors");
+        std::string config;
+        {
+            std::ifstream in(other + "/config.json");
+            config.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        config.replace(config.find("\"rms_norm_eps\": 1e-05"), 21, "\"rms_norm_eps\": 1e-06");
+        std::ofstream(other + "/config.json", std::ios::trunc) << config;
+        try {
+            loadSteeringFile(path, *LlavaModel::load(other));
+            QFAIL("a vector file for another model was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("made for model") != std::string::npos, e.what());
+        }
+    }
+
+    void pcaAlignsWithTheMean() {
+        const ImageU8 a = loadImage(referenceDir() + "/images/red_square_336x336.png");
+        const ImageU8 b = loadImage(referenceDir() + "/images/gradient_500x300.png");
+        ExtractOptions mean, pca;
+        pca.pca = true;
+        const SteeringVectors m = extractImagePair(model_, "What is shown?", a, b, mean);
+        const SteeringVectors p = extractImagePair(model_, "What is shown?", a, b, pca);
+        for (int l = 0; l < m.numLayers(); ++l) QVERIFY(((m.values[l] * p.values[l]).sum(1) > 0).all().item<bool>());
+    }
+
+    void masksFromEveryForm() {
+        QVERIFY(at::equal(loadMask("rect:2,3,5,9", 24, 24), rectStrength(2, 3, 5, 9)));
+        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:5,3,2,9", 24, 24));
+        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:0,0,24,3", 24, 24));
+        const std::string png = tmp_.filePath("m.png").toStdString();
+        saveMaskPng(png, rectStrength(2, 3, 5, 9));
+        QVERIFY(at::equal(loadMask(png, 24, 24), rectStrength(2, 3, 5, 9)));
+        const std::string npy = tmp_.filePath("m.npy").toStdString();
+        {
+            std::ofstream out(npy, std::ios::binary);
+            std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (24, 24), }";
+            while ((10 + header.size() + 1) % 64) header += ' ';
+            header += '\n';
+            out << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff) << char(header.size() >> 8) << header;
+            at::Tensor m = rectStrength(1, 1, 2, 2, 0.5f);
+            out.write(reinterpret_cast<const char*>(m.data_ptr<float>()), 24 * 24 * 4);
+        }
+        QVERIFY(at::equal(loadMask(npy, 24, 24), rectStrength(1, 1, 2, 2, 0.5f)));
+    }
+
+    void brightPatchLightsUpExactlyItsCells() {
+        // A black image with a white block over grid rows 3..6, columns 15..19 (14 px cells).
+        ImageU8 img;
+        img.width = img.height = 336;
+        img.rgb.assign(336 * 336 * 3, 0);
+        for (int y = 3 * 14; y < 7 * 14; ++y)
+            for (int x = 15 * 14; x < 20 * 14; ++x)
+                for (int c = 0; c < 3; ++c) img.rgb[(size_t(y) * 336 + x) * 3 + c] = 255;
+        const std::string png = tmp_.filePath("bright.png").toStdString();
+        savePng(png, img);
+        Session s(model_);
+        s.prefill(buildPrompt(*model_, "What is shown?", false, &img), 4);
+        SteeringPlan p = basePlan(SteeringOperator::Add);
+        p.layers = {};
+        p.headMask.clear();
+        p.strength = loadMask(png, 24, 24);   // the image itself is the painted mask
+        const SteeredCache steered = applyPlan(s, p);
+        const at::Tensor heat = deltaHeatmaps(s.snapshot(), steered.cache, false, -1);
+        QCOMPARE(heat.sizes().vec(), (std::vector<int64_t>{3, 24, 24}));
+        for (int l = 0; l < 3; ++l)
+            QVERIFY(at::equal(heat[l] > 0, rectStrength(3, 15, 6, 19) > 0));
+        // The other maps have the grid shape too, and attention sums to at most 1 over the image.
+        QCOMPARE(normHeatmaps(s.snapshot(), true, 0).sizes().vec(), (std::vector<int64_t>{3, 24, 24}));
+        QCOMPARE(cosineHeatmaps(steered.cache, p.vectors, false, -1).sizes().vec(), (std::vector<int64_t>{3, 24, 24}));
+        GenerationOptions gen;
+        gen.maxNewTokens = 1;
+        gen.captureAttention = true;
+        at::Tensor att;
+        s.generate(gen, [&](const TokenEvent& ev) { att = attentionHeatmaps(*ev.attention, s.snapshot().visualSpan, 2, -1); });
+        QVERIFY(att.sum({1, 2}).le(1.0 + 1e-5).all().item<bool>());
+        QVERIFY(att.min().item<float>() >= 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSteering)
+#include "test_steering.moc"
