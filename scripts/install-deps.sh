@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kvsteer builds and runs with (idempotent).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ccache
+  libtorch-dev libopenblas0-pthread             # libtorch; OpenBLAS behind libblas.so.3 (reference BLAS is ~50x slower)
+  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
+  libstb-dev nlohmann-json3-dev
+  libsentencepiece-dev sentencepiece            # spm_train/spm_encode: the demo tokenizer and the tokenizer tests
+  xvfb xauth imagemagick                        # the studio screenshot script
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Make sure libblas.so.3 is OpenBLAS (pthread build), not the reference BLAS.
+openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3
+if [ -e "$openblas" ] && update-alternatives --query libblas.so.3-x86_64-linux-gnu >/dev/null 2>&1; then
+  current=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
+  [ "$current" = "$openblas" ] || $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu "$openblas"
+fi
