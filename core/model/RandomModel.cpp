@@ -125,7 +125,7 @@ void writeCheckpoint(const std::string& directory, const std::vector<TensorSpec>
     }
 }
 
-std::vector<std::string> randomPresetNames() { return {"llava-1.5-7b", "llava-1.5-13b", "llava-tinyllama-1.1b"}; }
+std::vector<std::string> randomPresetNames() { return {"llava-1.5-7b", "llava-1.5-13b", "llava-tinyllama-1.1b", "llava-micro"}; }
 
 ModelConfig randomPreset(const std::string& name) {
     ModelConfig c;
@@ -152,6 +152,17 @@ ModelConfig randomPreset(const std::string& name) {
         c.text.intermediateSize = 13824;
         c.text.numLayers = 40;
         c.text.numHeads = c.text.numKvHeads = 40;
+    } else if (name == "llava-micro") {
+        // Real LLaVA-1.5 geometry (336 px, 24x24 patches), tiny widths: for tests of the tooling.
+        c.vision.hiddenSize = 32;
+        c.vision.intermediateSize = 64;
+        c.vision.numLayers = 3;
+        c.vision.numHeads = 2;
+        c.text.hiddenSize = 64;
+        c.text.intermediateSize = 128;
+        c.text.numLayers = 2;
+        c.text.numHeads = 4;
+        c.text.numKvHeads = 2;
     } else if (name == "llava-tinyllama-1.1b") {
         c.text.hiddenSize = 2048;
         c.text.intermediateSize = 5632;
@@ -182,6 +193,8 @@ void copyTokenizerFiles(const std::string& from, const std::string& to) {
         }
 }
 
+} // namespace
+
 void writePreprocessorConfig(const ModelConfig& c, const std::string& dir) {
     const int s = c.vision.imageSize;
     nlohmann::ordered_json j = {
@@ -200,8 +213,6 @@ void writePreprocessorConfig(const ModelConfig& c, const std::string& dir) {
     };
     std::ofstream(fs::path(dir) / "preprocessor_config.json") << j.dump(2) << "\n";
 }
-
-} // namespace
 
 void writeRandomModel(const ModelConfig& config, c10::ScalarType dtype, const std::string& outDirectory,
                       const std::string& tokenizerDirectory, uint64_t seed, int64_t maxShardBytes) {
