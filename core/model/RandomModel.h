@@ -27,6 +27,9 @@ std::vector<TensorSpec> checkpointLayout(const ModelConfig& config);
 void writeCheckpoint(const std::string& directory, const std::vector<TensorSpec>& layout, c10::ScalarType dtype,
                      int64_t maxShardBytes, const std::function<at::Tensor(const TensorSpec&)>& produce);
 
+// preprocessor_config.json of a llava-hf directory (CLIPImageProcessor at the tower's image size).
+void writePreprocessorConfig(const ModelConfig& config, const std::string& directory);
+
 std::vector<std::string> randomPresetNames();
 ModelConfig randomPreset(const std::string& name);   // throws kvsteer::Error for unknown names
 
