@@ -79,6 +79,21 @@ void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype,
 )";
 }
 
+void writePlainLlamaFromReference(const std::string& dir) {
+    copyModelMetadata(dir);
+    fs::remove(fs::path(dir) / "preprocessor_config.json");
+    const SafeTensorsFile source(referenceModelDir() + "/model.safetensors");
+    std::vector<NamedTensor> tensors;
+    for (const auto& name : source.names()) {
+        if (name.rfind("language_model.model.", 0) == 0) tensors.push_back({"model." + name.substr(21), source.tensor(name)});
+        if (name == "language_model.lm_head.weight") tensors.push_back({"lm_head.weight", source.tensor(name)});
+    }
+    writeSafeTensors((fs::path(dir) / "model.safetensors").string(), tensors);
+    std::ofstream(fs::path(dir) / "config.json", std::ios::trunc) << R"({"model_type": "llama", "hidden_size": 64,
+  "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-05, "vocab_size": 32064, "max_position_embeddings": 4096})";
+}
+
 void writeRoundedReferenceModel(const std::string& dir, c10::ScalarType dtype) {
     copyModelMetadata(dir);
     const SafeTensorsFile source(referenceModelDir() + "/model.safetensors");

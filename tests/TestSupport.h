@@ -22,6 +22,9 @@ void copyModelMetadata(const std::string& dir);
 // transformers tensor names, sharded into several files, and a config.json trimmed to the
 // non-default keys (like a real download).
 void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
+// The reference checkpoint's language model alone, as a plain Llama directory (model_type llama,
+// model.* and lm_head.weight names), for text-only use.
+void writePlainLlamaFromReference(const std::string& dir);
 // The reference weights rounded through `dtype` and back to float32, as one file in `dir`.
 void writeRoundedReferenceModel(const std::string& dir, c10::ScalarType dtype);
 

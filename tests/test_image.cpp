@@ -523,6 +523,23 @@ private slots:
 
         EXPECT_ERROR(kvsteer::decodeImage(nullptr, 0, "nothing.jpg"), "nothing.jpg");
 
+        // A JPEG whose Huffman table declares 16 * 255 symbols (stb_image 2.27 would write past
+        // its tables): refused before decoding.
+        std::vector<uint8_t> evil = {0xFF, 0xD8, 0xFF, 0xC4, 0x01, 0x13, 0x00};
+        evil.insert(evil.end(), 16, 0xFF);
+        evil.resize(evil.size() + 300, 0x11);
+        evil.insert(evil.end(), {0xFF, 0xD9});
+        EXPECT_ERROR(kvsteer::decodeImage(evil.data(), evil.size(), "evil.jpg"), "evil.jpg");
+
+        // A truncated BMP (stb_image would silently fill the missing rows with zeros).
+        std::vector<uint8_t> bmpPixels(32 * 32 * 3, 77);
+        const std::string bmp = tmpPath("cut.bmp");
+        QVERIFY(stbi_write_bmp(bmp.c_str(), 32, 32, 3, bmpPixels.data()));
+        std::vector<uint8_t> bmpBytes = readBytes(bmp);
+        bmpBytes.resize(bmpBytes.size() - 100);
+        writeBytes(bmp, bmpBytes);
+        EXPECT_ERROR(kvsteer::loadImage(bmp), bmp);
+
         // An absurd aspect ratio cannot blow up the resize.
         const ImageU8 thin(1, 100000);
         EXPECT_ERROR(kvsteer::clipPreprocess(thin, kvsteer::ClipPreprocessConfig{}), "clipPreprocess");

@@ -77,6 +77,23 @@ private slots:
         QCOMPARE(models_["f32"]->parameterCount(), int64_t(4284576));
     }
 
+    void plainLlamaDirectoryForTextOnly() {
+        // The language model alone, saved as a plain Llama, answers the text-only case identically.
+        const std::string dir = tmp_.filePath("llama").toStdString();
+        writePlainLlamaFromReference(dir);
+        auto llama = LlavaModel::load(dir);
+        QVERIFY(!llama->hasVision());
+        const auto c = caseInfo("text_only");
+        Session session(llama);
+        session.prefill(promptFor(*llama, c), 20);
+        GenerationOptions gen;
+        gen.maxNewTokens = 20;
+        gen.stopAtEos = false;
+        QCOMPARE(session.generate(gen).ids, c["greedy_ids"].get<std::vector<int64_t>>());
+        const ImageU8 image = loadImage(referenceDir() + "/images/red_square_336x336.png");
+        QVERIFY_THROWS_EXCEPTION(Error, buildPrompt(*llama, "What is this?", false, &image));
+    }
+
     void inputIdsAndPixels_data() { addRows(); }
     void inputIdsAndPixels() {
         QFETCH(QString, caseName);

@@ -116,6 +116,37 @@ std::string jpegHuffmanProblem(const uint8_t* d, size_t n) {
     return "";
 }
 
+// stb_image fills a truncated BMP with zeros (and so turns a few bytes claiming huge dimensions
+// into a huge image); Pillow refuses truncated files. The BMPs stb decodes are uncompressed, so
+// the pixel data must be offset + rowStride * height bytes. Returns the reason, or "".
+std::string bmpTruncation(const uint8_t* d, size_t n) {
+    auto le16 = [&](size_t o) -> uint32_t { return o + 2 <= n ? uint32_t(d[o]) | uint32_t(d[o + 1]) << 8 : 0; };
+    auto le32 = [&](size_t o) -> uint32_t { return o + 4 <= n ? le16(o) | le16(o + 2) << 16 : 0; };
+    if (n < 26) return "";  // stb reports it
+    const uint32_t offset = le32(10);
+    const uint32_t headerSize = le32(14);
+    long long w = 0, h = 0;
+    uint32_t bpp = 0;
+    if (headerSize == 12) {
+        w = static_cast<int16_t>(le16(18));
+        h = static_cast<int16_t>(le16(20));
+        bpp = le16(24);
+    } else {
+        w = static_cast<int32_t>(le32(18));
+        h = static_cast<int32_t>(le32(22));
+        bpp = le16(28);
+        const uint32_t compression = le32(30);
+        if (compression != 0 && compression != 3 && compression != 6) return "";  // stb rejects RLE etc.
+    }
+    if (w <= 0 || h == 0 || bpp == 0 || bpp > 32) return "";  // stb reports it
+    if (h < 0) h = -h;
+    const long long stride = ((w * bpp + 31) / 32) * 4;
+    const long long need = static_cast<long long>(offset) + stride * h;
+    if (static_cast<long long>(n) < need)
+        return "the file is truncated (" + std::to_string(n) + " bytes; the header needs " + std::to_string(need) + ")";
+    return "";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Resampling (Pillow's bicubic convolution, fixed point, 8 bits per channel)
 
@@ -333,6 +364,10 @@ ImageU8 decodeImage(const uint8_t* data, size_t size, const std::string& nameFor
         const std::string why = jpegHuffmanProblem(data, size);
         if (!why.empty()) throw Error(pre + "cannot decode: corrupt JPEG (" + why + "); " + kExpectedFormats);
     }
+    if (fmt == "BMP") {
+        const std::string why = bmpTruncation(data, size);
+        if (!why.empty()) throw Error(pre + "cannot decode: damaged BMP (" + why + "); " + kExpectedFormats);
+    }
 
     int w = 0, h = 0, comp = 0;
     if (!stbi_info_from_memory(data, len, &w, &h, &comp)) {
@@ -384,15 +419,19 @@ ImageU8 loadImage(const std::string& path) {
     const std::string pre = imagePrefix(path);
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+        throw Error(pre + "cannot access the file (" + ec.message() + "); expected a readable image file");
     if (ec || !fs::exists(st))
         throw Error(pre + "file not found; expected an image file (PNG, JPEG, BMP or GIF)");
     if (fs::is_directory(st))
         throw Error(pre + "is a directory; expected an image file (PNG, JPEG, BMP or GIF)");
+    if (!fs::is_regular_file(st))
+        throw Error(pre + "is not a regular file; expected an image file (PNG, JPEG, BMP or GIF)");
     std::ifstream f(path, std::ios::binary);
     if (!f)
         throw Error(pre + "cannot open the file for reading (" + std::strerror(errno) + "); expected a readable image file");
     std::vector<uint8_t> bytes;
-    const uintmax_t fileSize = fs::is_regular_file(st) ? fs::file_size(path, ec) : 0;
+    const uintmax_t fileSize = fs::file_size(path, ec);
     if (!ec && fileSize > static_cast<uintmax_t>(std::numeric_limits<int>::max()))
         throw Error(pre + "file is too large (" + std::to_string(fileSize) + " bytes); expected at most 2 GiB");
     if (!ec && fileSize > 0) bytes.reserve(static_cast<size_t>(fileSize));
