@@ -1,0 +1,679 @@
+// The demo trainer (see DemoTrainer.h). The only core file that includes <torch/torch.h>
+// (for torch::optim::AdamW and gradient clipping); everything else is ATen ops with autograd.
+#include <torch/torch.h>
+
+#include "demo/DemoTrainer.h"
+
+#include "Error.h"
+#include "Runtime.h"
+#include "demo/DemoFiles.h"
+#include "demo/ShapeWorld.h"
+#include "cache/KVCache.h"
+#include "demo/DemoEval.h"
+#include "model/Image.h"
+#include "model/LlavaModel.h"
+#include "model/RandomModel.h"
+#include "model/SafeTensors.h"
+#include "pipeline/Prompt.h"
+#include "model/Tokenizer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+namespace kvsteer::demo {
+
+namespace fs = std::filesystem;
+
+ModelConfig demoModelConfig(const DemoModelSizes& s, int64_t vocabSize, int64_t imageTokenIndex) {
+    ModelConfig c;
+    c.modelType = "llava";
+    c.hasVision = true;
+    c.vision.hiddenSize = s.visionHidden;
+    c.vision.intermediateSize = s.visionMlp;
+    c.vision.numLayers = s.visionLayers;
+    c.vision.numHeads = s.visionHeads;
+    c.vision.imageSize = kImageSize;
+    c.vision.patchSize = 14;
+    c.vision.hiddenAct = "quick_gelu";
+    c.text.vocabSize = vocabSize;
+    c.text.hiddenSize = s.textHidden;
+    c.text.intermediateSize = s.textMlp;
+    c.text.numLayers = s.textLayers;
+    c.text.numHeads = s.textHeads;
+    c.text.numKvHeads = s.textKvHeads;
+    c.text.headDim = s.textHidden / s.textHeads;
+    c.text.rmsNormEps = 1e-5;
+    c.text.maxPositionEmbeddings = s.maxPositions;
+    c.text.bosTokenId = 1;
+    c.text.eosTokenIds = {2};
+    c.imageTokenIndex = imageTokenIndex;
+    c.visionFeatureLayer = -2;
+    c.visionFeatureSelectStrategy = "default";
+    c.projectorHiddenAct = "gelu";
+    return c;
+}
+
+namespace {
+
+using at::Tensor;
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string formatDuration(double s) {
+    char buf[32];
+    const int total = static_cast<int>(std::max(0.0, s));
+    std::snprintf(buf, sizeof buf, "%d:%02d:%02d", total / 3600, (total / 60) % 60, total % 60);
+    return buf;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameters, by their llava-hf names.
+
+const std::string kV = "vision_tower.vision_model.";
+const std::string kT = "language_model.model.";
+
+struct Parameters {
+    std::vector<TensorSpec> layout;
+    std::map<std::string, Tensor> tensors;
+    std::vector<Tensor> decay, noDecay;   // trainable ones
+
+    const Tensor& operator()(const std::string& name) const {
+        auto it = tensors.find(name);
+        if (it == tensors.end()) throw Error("demo trainer: no parameter " + name);
+        return it->second;
+    }
+};
+
+Parameters initParameters(const ModelConfig& c, uint64_t seed) {
+    Parameters p;
+    p.layout = checkpointLayout(c);
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    const int used = c.visionLayersNeeded();
+    const double residualScaleText = 1.0 / std::sqrt(2.0 * c.text.numLayers);
+    const double residualScaleVision = 1.0 / std::sqrt(2.0 * used);
+    for (const TensorSpec& spec : p.layout) {
+        const std::string& n = spec.name;
+        const bool isNorm = n.find("norm") != std::string::npos;
+        Tensor t;
+        if (isNorm && endsWith(n, ".weight")) t = at::ones(spec.shape);
+        else if (endsWith(n, ".bias")) t = at::zeros(spec.shape);
+        else {
+            double std = 0.02;
+            if (endsWith(n, "o_proj.weight") || endsWith(n, "down_proj.weight")) std *= residualScaleText;
+            if (endsWith(n, "out_proj.weight") || endsWith(n, "fc2.weight")) std *= residualScaleVision;
+            t = at::normal(0.0, std, spec.shape, gen);
+        }
+        // Parts LLaVA never runs (vision layers past the feature layer, post_layernorm) keep their
+        // initial values and get no gradient.
+        bool trainable = n.find("post_layernorm") == std::string::npos;
+        const std::string layerPrefix = kV + "encoder.layers.";
+        if (n.compare(0, layerPrefix.size(), layerPrefix) == 0) {
+            const int layer = std::stoi(n.substr(layerPrefix.size()));
+            if (layer >= used) trainable = false;
+        }
+        if (trainable) {
+            t.set_requires_grad(true);
+            const bool noDecay = t.dim() < 2 || n.find("embedding") != std::string::npos || n.find("embed_tokens") != std::string::npos;
+            (noDecay ? p.noDecay : p.decay).push_back(t);
+        }
+        p.tensors[n] = t;
+    }
+    return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The forward pass (same math as ClipVision.cpp, LlavaModel.cpp and Llama.cpp).
+
+struct Net {
+    const ModelConfig& c;
+    const Parameters& p;
+    Tensor ropeCos, ropeSin;   // [max_positions, head_dim]
+
+    Net(const ModelConfig& config, const Parameters& params) : c(config), p(params) {
+        const int64_t hd = c.text.headDim;
+        Tensor invFreq = 1.0 / at::pow(c.text.ropeTheta, at::arange(0, hd, 2, at::kLong).to(at::kFloat) / double(hd));
+        Tensor angles = at::outer(at::arange(c.text.maxPositionEmbeddings, at::kFloat), invFreq);
+        Tensor emb = at::cat({angles, angles}, -1);
+        ropeCos = emb.cos();
+        ropeSin = emb.sin();
+    }
+
+    Tensor clipLayer(const Tensor& x, int i) const {
+        const std::string l = kV + "encoder.layers." + std::to_string(i) + ".";
+        const int64_t b = x.size(0), t = x.size(1), h = c.vision.hiddenSize, heads = c.vision.numHeads, d = c.vision.headDim();
+        const double eps = c.vision.layerNormEps;
+        Tensor y = at::layer_norm(x, {h}, p(l + "layer_norm1.weight"), p(l + "layer_norm1.bias"), eps);
+        auto split = [&](const Tensor& z) { return z.view({b, t, heads, d}).transpose(1, 2); };
+        Tensor q = split(at::linear(y, p(l + "self_attn.q_proj.weight"), p(l + "self_attn.q_proj.bias")) * (1.0 / std::sqrt(double(d))));
+        Tensor k = split(at::linear(y, p(l + "self_attn.k_proj.weight"), p(l + "self_attn.k_proj.bias")));
+        Tensor v = split(at::linear(y, p(l + "self_attn.v_proj.weight"), p(l + "self_attn.v_proj.bias")));
+        Tensor probs = at::softmax(at::matmul(q, k.transpose(-1, -2)), -1);
+        Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({b, t, h});
+        Tensor r = x + at::linear(attn, p(l + "self_attn.out_proj.weight"), p(l + "self_attn.out_proj.bias"));
+        y = at::layer_norm(r, {h}, p(l + "layer_norm2.weight"), p(l + "layer_norm2.bias"), eps);
+        y = at::linear(y, p(l + "mlp.fc1.weight"), p(l + "mlp.fc1.bias"));
+        y = y * at::sigmoid(1.702 * y);   // quick_gelu
+        return r + at::linear(y, p(l + "mlp.fc2.weight"), p(l + "mlp.fc2.bias"));
+    }
+
+    // pixels [B, 3, 336, 336] -> projected image features [B, 576, D].
+    Tensor encodeImages(const Tensor& pixels) const {
+        const int64_t b = pixels.size(0), g = c.vision.gridSize(), ps = c.vision.patchSize, h = c.vision.hiddenSize;
+        // The stride-14 14x14 convolution as one matmul over flattened patches (c, ky, kx order,
+        // the conv weight's layout); patch i is grid cell (i / 24, i % 24).
+        Tensor patches = pixels.view({b, 3, g, ps, g, ps}).permute({0, 2, 4, 1, 3, 5}).reshape({b, g * g, 3 * ps * ps});
+        Tensor x = at::matmul(patches, p(kV + "embeddings.patch_embedding.weight").view({h, 3 * ps * ps}).t());
+        Tensor cls = p(kV + "embeddings.class_embedding").view({1, 1, h}).expand({b, 1, h});
+        x = at::cat({cls, x}, 1) + p(kV + "embeddings.position_embedding.weight").unsqueeze(0);
+        x = at::layer_norm(x, {h}, p(kV + "pre_layrnorm.weight"), p(kV + "pre_layrnorm.bias"), c.vision.layerNormEps);
+        for (int i = 0; i < c.visionLayersNeeded(); ++i) x = clipLayer(x, i);
+        Tensor selected = x.narrow(1, 1, g * g);   // "default": CLS dropped
+        Tensor y = at::gelu(at::linear(selected, p("multi_modal_projector.linear_1.weight"), p("multi_modal_projector.linear_1.bias")));
+        return at::linear(y, p("multi_modal_projector.linear_2.weight"), p("multi_modal_projector.linear_2.bias"));
+    }
+
+    Tensor rmsNorm(const Tensor& x, const Tensor& w) const {
+        return w * (x * at::rsqrt(x.pow(2).mean(-1, true) + c.text.rmsNormEps));
+    }
+
+    static Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+        const int64_t half = x.size(-1) / 2;
+        Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+        return x * cos + rotated * sin;
+    }
+
+    Tensor mlp(const Tensor& x, const std::string& l) const {
+        Tensor y = rmsNorm(x, p(l + "post_attention_layernorm.weight"));
+        Tensor gate = at::linear(y, p(l + "mlp.gate_proj.weight")), up = at::linear(y, p(l + "mlp.up_proj.weight"));
+        return at::linear(at::silu(gate) * up, p(l + "mlp.down_proj.weight"));
+    }
+
+    // GQA attention of queries q [B, H, N, hd] over keys/values [B, H_kv, M, hd] with an additive
+    // mask broadcastable to [B, H_kv, G, N, M]. Returns [B, N, H*hd].
+    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) const {
+        const int64_t b = q.size(0), h = q.size(1), n = q.size(2), hd = q.size(3), hkv = k.size(1), g = h / hkv, m = k.size(2);
+        Tensor qg = q.reshape({b, hkv, g * n, hd});
+        Tensor scores = (at::matmul(qg, k.transpose(-1, -2)) / std::sqrt(double(hd))).view({b, hkv, g, n, m}) + mask;
+        Tensor probs = at::softmax(scores, -1).view({b, hkv, g * n, m});
+        return at::matmul(probs, v).view({b, h, n, hd}).transpose(1, 2).reshape({b, n, h * hd});
+    }
+
+    // One decoder layer over the packed batch x [B, P+S, D]: P shared prefix tokens then S
+    // segment tokens. With `segmentsOnly` (the last layer) only the segment rows are computed
+    // past K/V (nothing reads the prefix rows' outputs) and [B, S, D] is returned.
+    Tensor llamaLayer(const Tensor& x, int i, int64_t prefixLen, const Tensor& cos, const Tensor& sin, const Tensor& prefixMask,
+                      const Tensor& segmentMask, bool segmentsOnly) const {
+        const std::string l = kT + "layers." + std::to_string(i) + ".";
+        const int64_t b = x.size(0), t = x.size(1), s = t - prefixLen;
+        const int64_t h = c.text.numHeads, hkv = c.text.numKvHeads, hd = c.text.headDim;
+        Tensor y = rmsNorm(x, p(l + "input_layernorm.weight"));
+        Tensor k = rope(at::linear(y, p(l + "self_attn.k_proj.weight")).view({b, t, hkv, hd}).transpose(1, 2), cos, sin);
+        Tensor v = at::linear(y, p(l + "self_attn.v_proj.weight")).view({b, t, hkv, hd}).transpose(1, 2);
+        const Tensor& wq = p(l + "self_attn.q_proj.weight");
+        const Tensor& wo = p(l + "self_attn.o_proj.weight");
+
+        // Segment queries see every prefix key and their own segment, causally.
+        Tensor qS = rope(at::linear(y.narrow(1, prefixLen, s), wq).view({b, s, h, hd}).transpose(1, 2), cos.narrow(2, prefixLen, s),
+                         sin.narrow(2, prefixLen, s));
+        Tensor outS = attention(qS, k, v, segmentMask);
+        if (segmentsOnly) {
+            Tensor xs = x.narrow(1, prefixLen, s) + at::linear(outS, wo);
+            return xs + mlp(xs, l);
+        }
+        // Prefix queries see the prefix only, causally.
+        Tensor qP = rope(at::linear(y.narrow(1, 0, prefixLen), wq).view({b, prefixLen, h, hd}).transpose(1, 2),
+                         cos.narrow(2, 0, prefixLen), sin.narrow(2, 0, prefixLen));
+        Tensor outP = attention(qP, k.narrow(2, 0, prefixLen), v.narrow(2, 0, prefixLen), prefixMask);
+        Tensor r = x + at::linear(at::cat({outP, outS}, 1), wo);
+        return r + mlp(r, l);
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Data: tokenised question segments and packed batches.
+
+struct Segment {
+    std::vector<int64_t> tokens;   // after-image prompt tokens, answer tokens, EOS
+    int answerStart = 0;           // index in tokens of the first answer token
+    QuestionType type = QuestionType::Color;
+};
+
+class SegmentCache {
+public:
+    explicit SegmentCache(const Tokenizer& tok) : tok_(tok) {
+        const std::vector<int64_t> ids = tok.encode(promptFor("How many shapes are there?"), true);
+        auto it = std::find(ids.begin(), ids.end(), tok.imageTokenId());
+        if (it == ids.end()) throw Error("demo trainer: the prompt has no <image> token");
+        prefix_.assign(ids.begin(), it);   // BOS .. before <image>
+    }
+
+    const std::vector<int64_t>& prefixBeforeImage() const { return prefix_; }
+
+    const Segment& get(const QA& qa) {
+        const std::string key = qa.question + '\x01' + qa.answer;
+        auto found = cache_.find(key);
+        if (found != cache_.end()) return found->second;
+        const std::string prompt = promptFor(qa.question);
+        const std::vector<int64_t> compact = tok_.encode(prompt, true);
+        const std::vector<int64_t> full = tok_.encode(prompt + " " + qa.answer, true);
+        if (full.size() <= compact.size() || !std::equal(compact.begin(), compact.end(), full.begin()))
+            throw Error("demo trainer: the prompt's tokens are not a prefix of prompt + answer for \"" + qa.question + "\"");
+        auto img = std::find(compact.begin(), compact.end(), tok_.imageTokenId());
+        if (img == compact.end() || !std::equal(prefix_.begin(), prefix_.end(), compact.begin()) ||
+            static_cast<size_t>(img - compact.begin()) != prefix_.size())
+            throw Error("demo trainer: prompt prefix differs for \"" + qa.question + "\"");
+        Segment s;
+        s.type = qa.type;
+        s.tokens.assign(img + 1, compact.end());
+        s.answerStart = static_cast<int>(s.tokens.size());
+        s.tokens.insert(s.tokens.end(), full.begin() + static_cast<std::ptrdiff_t>(compact.size()), full.end());
+        s.tokens.push_back(tok_.eosId());
+        return cache_.emplace(key, std::move(s)).first->second;
+    }
+
+private:
+    const Tokenizer& tok_;
+    std::vector<int64_t> prefix_;
+    std::unordered_map<std::string, Segment> cache_;
+};
+
+struct Example {
+    std::vector<float> pixels;   // CHW
+    std::vector<const Segment*> segments;
+};
+
+// The training questions of one scene: every Color/Shape/Position question that applies, Count,
+// Describe, and two Exists questions (one yes, one no).
+std::vector<QA> trainingQuestions(const Scene& scene, Rng& rng) {
+    std::vector<QA> out;
+    for (const QA& qa : allQuestions(scene))
+        if (qa.type != QuestionType::Exists) out.push_back(qa);
+    QA yes, no;
+    for (int tries = 0; tries < 16; ++tries) {
+        QA qa;
+        sampleQuestion(scene, QuestionType::Exists, rng, qa);
+        if (qa.answer == "yes" && yes.question.empty()) yes = qa;
+        if (qa.answer == "no" && no.question.empty()) no = qa;
+        if (!yes.question.empty() && !no.question.empty()) break;
+    }
+    if (!yes.question.empty()) out.push_back(yes);
+    if (!no.question.empty()) out.push_back(no);
+    return out;
+}
+
+Example makeExample(const Scene& scene, const std::vector<QA>& questions, SegmentCache& segments, const ClipPreprocessConfig& pre) {
+    Example e;
+    e.pixels = clipPreprocess(render(scene), pre).pixels;
+    for (const QA& qa : questions) e.segments.push_back(&segments.get(qa));
+    return e;
+}
+
+struct Batch {
+    Tensor pixels;          // [B, 3, 336, 336]
+    Tensor ids;             // [B, T] (image positions hold 0; they are replaced by features)
+    Tensor cos, sin;        // [B, 1, T, hd]
+    Tensor prefixMask;      // [P, P]
+    Tensor segmentMask;     // [B, 1, 1, S, T]
+    Tensor lossRows;        // [N] rows of the flattened [B*S] segment outputs that predict an answer token
+    Tensor targets;         // [N]
+    int64_t prefixLen = 0, imageStart = 0, segLen = 0;
+    int64_t tokens = 0;     // real (non-padding) tokens
+    // For validation: each loss row's (example, segment) and the segment's type.
+    std::vector<std::pair<int, int>> rowOwner;
+    std::vector<QuestionType> rowType;
+};
+
+Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>& prefixBeforeImage, int imageTokens,
+                const Net& net) {
+    Batch bt;
+    const int64_t b = static_cast<int64_t>(examples.size());
+    bt.imageStart = static_cast<int64_t>(prefixBeforeImage.size());
+    bt.prefixLen = bt.imageStart + imageTokens;
+    const int64_t P = bt.prefixLen;
+    int64_t S = 1;
+    for (const Example& e : examples) {
+        int64_t n = 0;
+        for (const Segment* s : e.segments) n += static_cast<int64_t>(s->tokens.size()) - 1;
+        S = std::max(S, n);
+    }
+    bt.segLen = S;
+    const int64_t T = P + S;
+    std::vector<int64_t> ids(static_cast<size_t>(b * T), 0), positions(static_cast<size_t>(b * T), 0);
+    std::vector<float> segMask(static_cast<size_t>(b * S * T), -std::numeric_limits<float>::infinity());
+    std::vector<int64_t> rows, targets;
+    std::vector<float> pixels;
+    pixels.reserve(static_cast<size_t>(b) * 3 * kImageSize * kImageSize);
+    for (int64_t i = 0; i < b; ++i) {
+        const Example& e = examples[static_cast<size_t>(i)];
+        pixels.insert(pixels.end(), e.pixels.begin(), e.pixels.end());
+        for (int64_t j = 0; j < T; ++j) positions[size_t(i * T + j)] = j < P ? j : P;   // padding: any valid position
+        for (size_t j = 0; j < prefixBeforeImage.size(); ++j) ids[size_t(i * T) + j] = prefixBeforeImage[j];
+        bt.tokens += P;
+        int64_t at = 0;   // offset inside the segment area
+        std::vector<int64_t> segOf(static_cast<size_t>(S), -1);
+        for (size_t si = 0; si < e.segments.size(); ++si) {
+            const Segment& seg = *e.segments[si];
+            const int64_t n = static_cast<int64_t>(seg.tokens.size()) - 1;   // inputs: all but the last token
+            for (int64_t j = 0; j < n; ++j) {
+                const int64_t col = P + at + j;
+                ids[size_t(i * T + col)] = seg.tokens[size_t(j)];
+                positions[size_t(i * T + col)] = P + j;
+                segOf[size_t(at + j)] = static_cast<int64_t>(si);
+                if (j + 1 >= seg.answerStart) {   // predicts an answer token or EOS
+                    rows.push_back(i * S + at + j);
+                    targets.push_back(seg.tokens[size_t(j + 1)]);
+                    bt.rowOwner.push_back({static_cast<int>(i), static_cast<int>(si)});
+                    bt.rowType.push_back(seg.type);
+                }
+            }
+            at += n;
+            bt.tokens += n;
+        }
+        for (int64_t q = 0; q < S; ++q) {
+            float* row = &segMask[size_t((i * S + q) * T)];
+            for (int64_t kk = 0; kk < P; ++kk) row[kk] = 0.0f;
+            if (segOf[size_t(q)] < 0) continue;   // padding sees the prefix only
+            for (int64_t kk = q; kk >= 0 && segOf[size_t(kk)] == segOf[size_t(q)]; --kk) row[P + kk] = 0.0f;
+        }
+    }
+    const auto longOpts = at::TensorOptions().dtype(at::kLong);
+    bt.pixels = at::from_blob(pixels.data(), {b, 3, kImageSize, kImageSize}, at::kFloat).clone();
+    bt.ids = at::from_blob(ids.data(), {b, T}, longOpts).clone();
+    Tensor pos = at::from_blob(positions.data(), {b * T}, longOpts).clone();
+    const int64_t hd = net.ropeCos.size(1);
+    bt.cos = net.ropeCos.index_select(0, pos).view({b, 1, T, hd});
+    bt.sin = net.ropeSin.index_select(0, pos).view({b, 1, T, hd});
+    bt.prefixMask = at::full({P, P}, -std::numeric_limits<double>::infinity(), at::kFloat).triu(1);
+    bt.segmentMask = at::from_blob(segMask.data(), {b, 1, 1, S, T}, at::kFloat).clone();
+    bt.lossRows = at::from_blob(rows.data(), {static_cast<int64_t>(rows.size())}, longOpts).clone();
+    bt.targets = at::from_blob(targets.data(), {static_cast<int64_t>(targets.size())}, longOpts).clone();
+    return bt;
+}
+
+// Logits [N, V] of the batch's loss rows.
+Tensor forwardLogits(const Net& net, const Batch& bt) {
+    const ModelConfig& c = net.c;
+    const Parameters& p = net.p;
+    Tensor features = net.encodeImages(bt.pixels);   // [B, 576, D]
+    Tensor embeds = at::embedding(p(kT + "embed_tokens.weight"), bt.ids);
+    const int64_t T = embeds.size(1), n = features.size(1);
+    Tensor x = at::cat({embeds.narrow(1, 0, bt.imageStart), features,
+                        embeds.narrow(1, bt.imageStart + n, T - bt.imageStart - n)},
+                       1);
+    for (int i = 0; i < c.text.numLayers; ++i)
+        x = net.llamaLayer(x, i, bt.prefixLen, bt.cos, bt.sin, bt.prefixMask, bt.segmentMask, i + 1 == c.text.numLayers);
+    Tensor rows = x.reshape({-1, x.size(2)}).index_select(0, bt.lossRows);
+    return at::linear(net.rmsNorm(rows, p(kT + "norm.weight")), p("language_model.lm_head.weight"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation: teacher-forced exact match, which equals greedy-decoding exact match (greedy
+// reproduces the answer iff every answer token and EOS is the argmax given the answer so far).
+
+struct Validation {
+    std::vector<Example> examples;
+    std::vector<std::vector<QuestionType>> types;
+};
+
+std::string validate(const Net& net, const Validation& v, const std::vector<int64_t>& prefix, int imageTokens, double* overall) {
+    torch::NoGradGuard noGrad;
+    int correct[kNumQuestionTypes] = {}, total[kNumQuestionTypes] = {};
+    const size_t chunk = 8;
+    for (size_t start = 0; start < v.examples.size(); start += chunk) {
+        std::vector<Example> part(v.examples.begin() + static_cast<std::ptrdiff_t>(start),
+                                  v.examples.begin() + static_cast<std::ptrdiff_t>(std::min(v.examples.size(), start + chunk)));
+        const Batch bt = makeBatch(part, prefix, imageTokens, net);
+        const Tensor pred = forwardLogits(net, bt).argmax(-1);
+        const Tensor ok = pred.eq(bt.targets).contiguous();
+        const bool* okp = ok.data_ptr<bool>();
+        std::map<std::pair<int, int>, std::pair<bool, QuestionType>> perSegment;
+        for (size_t r = 0; r < bt.rowOwner.size(); ++r) {
+            auto it = perSegment.find(bt.rowOwner[r]);
+            if (it == perSegment.end()) perSegment[bt.rowOwner[r]] = {okp[r], bt.rowType[r]};
+            else it->second.first = it->second.first && okp[r];
+        }
+        for (const auto& [key, value] : perSegment) {
+            total[int(value.second)] += 1;
+            correct[int(value.second)] += value.first ? 1 : 0;
+        }
+    }
+    std::ostringstream o;
+    int c = 0, t = 0;
+    for (int i = 0; i < kNumQuestionTypes; ++i) {
+        c += correct[i];
+        t += total[i];
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " %s %.0f%%", questionTypeName(QuestionType(i)), total[i] ? 100.0 * correct[i] / total[i] : 0.0);
+        o << buf;
+    }
+    *overall = t ? double(c) / t : 0;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "validation (teacher-forced exact match): overall %.1f%% |", 100.0 * *overall);
+    return buf + o.str();
+}
+
+} // namespace
+
+DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
+    auto log = [&](const std::string& line) {
+        if (o.log) o.log(line);
+        else std::cerr << line << std::endl;
+    };
+    if (o.outDir.empty()) throw Error("train-demo: no output directory");
+    if (o.steps <= 0 && o.minutes <= 0) throw Error("train-demo: give a step count or a time budget");
+    if (o.imagesPerStep < 1) throw Error("train-demo: images per step must be >= 1");
+    setThreads(o.threads);
+    at::manual_seed(o.seed);
+    const c10::ScalarType dtype = o.dtype == "f16" ? at::kHalf : (o.dtype == "f32" ? at::kFloat : throw Error("train-demo: dtype must be f32 or f16"));
+
+    // Tokenizer: the spm_train model plus the llava-hf JSON files, copied into the output.
+    fs::create_directories(o.outDir);
+    if (!fs::exists(fs::path(o.tokenizerDir) / "added_tokens.json")) writeDemoTokenizerFiles(o.tokenizerDir);
+    copyDemoTokenizerFiles(o.tokenizerDir, o.outDir);
+    const Tokenizer tok = Tokenizer::loadFromDirectory(o.outDir);
+    ModelConfig config = demoModelConfig(o.sizes, tok.vocabSize(), tok.imageTokenId());
+    config.name = o.modelName;
+    const int imageTokens = config.imageSeqLength();
+
+    Parameters params = initParameters(config, o.seed);
+    Net net(config, params);
+    int64_t trainable = 0, total = 0;
+    for (const auto& [name, t] : params.tensors) {
+        total += t.numel();
+        if (t.requires_grad()) trainable += t.numel();
+    }
+    {
+        std::ostringstream s;
+        s << "demo model: vision " << config.vision.hiddenSize << "x" << config.vision.numLayers << " layers (" << config.visionLayersNeeded()
+          << " used), text " << config.text.hiddenSize << "x" << config.text.numLayers << " layers, " << config.text.numHeads << "/"
+          << config.text.numKvHeads << " heads, vocab " << config.text.vocabSize << "; " << total << " parameters (" << trainable
+          << " trained); threads " << currentThreads();
+        log(s.str());
+    }
+
+    using torch::optim::AdamW;
+    using torch::optim::AdamWOptions;
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(params.decay, std::make_unique<AdamWOptions>(AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(o.weightDecay)));
+    groups.emplace_back(params.noDecay, std::make_unique<AdamWOptions>(AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(0.0)));
+    AdamW optimizer(std::move(groups), AdamWOptions(o.learningRate));
+    std::vector<Tensor> allTrainable = params.decay;
+    allTrainable.insert(allTrainable.end(), params.noDecay.begin(), params.noDecay.end());
+
+    SegmentCache segments(tok);
+    const ClipPreprocessConfig pre;   // the defaults = what preprocessor_config.json says
+    Validation validation;
+    if (o.validateEvery > 0)
+        for (int i = 0; i < o.validationImages; ++i) {
+            // Reserved validation scenes: eval id space, seed 2^30 - 1 (eval-demo never defaults there).
+            const Scene s = generateScene(evalSceneId(0x3FFFFFFF, static_cast<uint64_t>(i)));
+            Rng rng(mixSeed(s.id, 17));
+            validation.examples.push_back(makeExample(s, sampleQuestions(s, rng), segments, pre));
+        }
+
+    const auto t0 = std::chrono::steady_clock::now();
+    const double budget = o.minutes > 0 ? o.minutes * 60.0 : 0.0;
+    auto progress = [&](int64_t step) {
+        double pr = 0;
+        if (o.steps > 0) pr = std::max(pr, double(step) / double(o.steps));
+        if (budget > 0) pr = std::max(pr, secondsSince(t0) / budget);
+        return std::min(pr, 1.0);
+    };
+    auto learningRate = [&](double pr) {
+        const double warm = o.warmupFraction;
+        if (pr < warm) return o.learningRate * (pr / warm);
+        const double t = (pr - warm) / std::max(1e-9, 1.0 - warm);
+        const double floor = o.minLearningRateFraction;
+        return o.learningRate * (floor + (1 - floor) * 0.5 * (1 + std::cos(M_PI * std::min(1.0, t))));
+    };
+
+    DemoTrainResult result;
+    Rng dataRng(mixSeed(o.seed, 0xDA7A));
+    uint64_t sceneIndex = 0;
+    std::vector<double> recentLoss;
+    double emaLoss = -1, tokensSinceLog = 0, timeAtLog = 0;
+    for (int64_t step = 0;; ++step) {
+        const double pr = progress(step);
+        if ((o.steps > 0 && step >= o.steps) || (budget > 0 && secondsSince(t0) >= budget)) break;
+        const double lr = learningRate(pr);
+        for (auto& g : optimizer.param_groups()) static_cast<AdamWOptions&>(g.options()).lr(lr);
+
+        SceneOptions so;
+        if (pr < o.oneShapeFraction) so.maxShapes = 1;
+        else if (pr < o.twoShapeFraction) so.maxShapes = 2;
+        std::vector<Example> examples;
+        for (int i = 0; i < o.imagesPerStep; ++i) {
+            const Scene s = generateScene(trainSceneId(o.seed, sceneIndex++), so);
+            examples.push_back(makeExample(s, trainingQuestions(s, dataRng), segments, pre));
+        }
+        const Batch bt = makeBatch(examples, segments.prefixBeforeImage(), imageTokens, net);
+        optimizer.zero_grad();
+        Tensor loss = at::cross_entropy_loss(forwardLogits(net, bt), bt.targets);
+        loss.backward();
+        if (o.gradClip > 0) torch::nn::utils::clip_grad_norm_(allTrainable, o.gradClip);
+        optimizer.step();
+
+        const double l = loss.item<double>();
+        if (!std::isfinite(l)) throw Error("train-demo: the loss became " + std::to_string(l) + " at step " + std::to_string(step));
+        emaLoss = emaLoss < 0 ? l : 0.95 * emaLoss + 0.05 * l;
+        recentLoss.push_back(l);
+        if (recentLoss.size() > 50) recentLoss.erase(recentLoss.begin());
+        result.steps = step + 1;
+        result.images += o.imagesPerStep;
+        tokensSinceLog += double(bt.tokens);
+
+        const double elapsed = secondsSince(t0);
+        if ((step + 1) % o.logEvery == 0 || step == 0) {
+            double eta = 0;
+            if (o.steps > 0) eta = elapsed / double(step + 1) * double(o.steps - step - 1);
+            if (budget > 0) eta = eta > 0 ? std::min(eta, budget - elapsed) : budget - elapsed;
+            char buf[256];
+            std::snprintf(buf, sizeof buf, "step %6lld  loss %.4f (avg %.4f)  lr %.2e  %.0f tok/s  %.2f img/s  elapsed %s  eta %s",
+                          static_cast<long long>(step + 1), l, emaLoss, lr, tokensSinceLog / std::max(1e-9, elapsed - timeAtLog),
+                          double(result.images) / std::max(1e-9, elapsed), formatDuration(elapsed).c_str(), formatDuration(eta).c_str());
+            log(buf);
+            tokensSinceLog = 0;
+            timeAtLog = elapsed;
+        }
+        if (o.validateEvery > 0 && (step + 1) % o.validateEvery == 0) {
+            double acc = 0;
+            log(validate(net, validation, segments.prefixBeforeImage(), imageTokens, &acc));
+            result.validationAccuracy = acc;
+        }
+    }
+    result.seconds = secondsSince(t0);
+    double sum = 0;
+    for (double l : recentLoss) sum += l;
+    result.finalLoss = recentLoss.empty() ? 0 : sum / double(recentLoss.size());
+    if (o.validateEvery > 0) {
+        double acc = 0;
+        log(validate(net, validation, segments.prefixBeforeImage(), imageTokens, &acc));
+        result.validationAccuracy = acc;
+    }
+
+    // The llava-hf directory.
+    std::ofstream(fs::path(o.outDir) / "config.json") << config.toJsonText() << "\n";
+    writePreprocessorConfig(config, o.outDir);
+    writeDemoProcessorFiles(o.outDir, tok.bosId(), tok.eosId(), tok.padId());
+    fs::remove(fs::path(o.outDir) / "model.safetensors.index.json");
+    writeCheckpoint(o.outDir, params.layout, dtype, int64_t(1) << 40,
+                    [&](const TensorSpec& spec) { return params(spec.name).detach().contiguous(); });
+    {
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "trained %lld steps (%lld images) in %s; final loss %.4f; wrote %s",
+                      static_cast<long long>(result.steps), static_cast<long long>(result.images), formatDuration(result.seconds).c_str(),
+                      result.finalLoss, o.outDir.c_str());
+        log(buf);
+    }
+    // The saved directory through the real loader must compute what the trainer computed.
+    const double parity = trainingForwardParity(o.outDir, 2, 0x3FFFFFFF);
+    {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "parity: trainer forward vs LlavaModel::load inference, max |logit diff| %.2e (2 scenes)", parity);
+        log(buf);
+    }
+    if (!(parity < 1e-3)) throw Error("train-demo: the saved model does not reproduce the trainer's logits (max diff " + std::to_string(parity) + ")");
+    return result;
+}
+
+double trainingForwardParity(const std::string& modelDir, int scenes, uint64_t seed) {
+    torch::NoGradGuard noGrad;
+    auto model = LlavaModel::load(modelDir, LoadOptions{"cpu", "f32", currentThreads()});
+    const ModelConfig& config = model->config();
+    const Tokenizer& tok = model->tokenizer();
+
+    // The trainer's parameters, from the file (float32).
+    Parameters params;
+    params.layout = checkpointLayout(config);
+    const SafeTensorsFile file((fs::path(modelDir) / "model.safetensors").string());
+    for (const TensorSpec& spec : params.layout) params.tensors[spec.name] = file.tensor(spec.name).to(at::kFloat).clone();
+    Net net(config, params);
+    SegmentCache segments(tok);
+    const ClipPreprocessConfig pre = model->imageConfig();
+
+    double worst = 0;
+    for (int i = 0; i < scenes; ++i) {
+        const Scene scene = generateScene(evalSceneId(seed, static_cast<uint64_t>(i)));
+        const std::vector<QA> questions = evalQuestions(scene);
+        std::vector<Example> one{makeExample(scene, questions, segments, pre)};
+        const Batch bt = makeBatch(one, segments.prefixBeforeImage(), config.imageSeqLength(), net);
+        const Tensor packed = forwardLogits(net, bt);   // rows in (segment, token) order
+
+        const ImageU8 image = render(scene);
+        std::vector<Tensor> reference;
+        for (size_t q = 0; q < questions.size(); ++q) {
+            const Segment& seg = *one[0].segments[q];
+            const Prompt prompt = buildPrompt(*model, questions[q].question, false, &image);
+            std::vector<int64_t> ids = prompt.ids;
+            ids.insert(ids.end(), seg.tokens.begin() + seg.answerStart, seg.tokens.end() - 1);   // answer, not EOS
+            const Tensor features = model->encodeImage(prompt.pixels);
+            const TextConfig& t = config.text;
+            KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, static_cast<int64_t>(ids.size()), at::kFloat);
+            const Tensor hidden = model->llama().forward(model->embedPrompt(ids, features), cache);
+            const int64_t first = static_cast<int64_t>(prompt.ids.size()) - 1;
+            reference.push_back(model->llama().logits(hidden.squeeze(0).narrow(0, first, static_cast<int64_t>(ids.size()) - first)));
+        }
+        const Tensor expected = at::cat(reference, 0);
+        if (expected.sizes() != packed.sizes())
+            throw Error("trainingForwardParity: packed and per-question logits differ in shape");
+        worst = std::max(worst, (expected - packed).abs().max().item<double>());
+    }
+    return worst;
+}
+
+} // namespace kvsteer::demo

@@ -1,0 +1,75 @@
+#pragma once
+// The trainer of the bundled demo model: a tiny LLaVA-1.5 (CLIP ViT 336/14 -> 576 visual tokens,
+// hidden_states[-2] without CLS, 2-layer GELU projector, Llama decoder with GQA) trained from
+// scratch on ShapeWorld question/answer pairs with libtorch autograd, written as a llava-hf
+// directory that LlavaModel::load reads like any real LLaVA-1.5.
+//
+// The training forward is the same math as core/model/{ClipVision,Llama,LlavaModel}.cpp, batched:
+// each image is encoded once and all its questions are trained in one packed sequence —
+//   [BOS USER : ▁ <image>×576] [▁ \n q1 ASSISTANT : a1 </s>] [▁ \n q2 ASSISTANT : a2 </s>] ...
+// where every question segment sees the shared prefix and itself (never another segment) and takes
+// the positions it would have alone (P, P+1, ...), so each segment computes exactly what the
+// single-question sequence computes. The loss is on the answer tokens and EOS only.
+//
+// Deterministic for a given seed, step count and thread count (one thread is the default).
+#include "model/Config.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace kvsteer::demo {
+
+struct DemoModelSizes {
+    int visionHidden = 64, visionLayers = 3, visionHeads = 2, visionMlp = 128;   // 2 of the 3 layers are used (-2)
+    int textHidden = 128, textLayers = 4, textHeads = 4, textKvHeads = 2, textMlp = 352;
+    int maxPositions = 1024;
+};
+
+// The llava-hf config of the demo model for a tokenizer of `vocabSize` ids with <image> at
+// `imageTokenIndex`.
+ModelConfig demoModelConfig(const DemoModelSizes& sizes, int64_t vocabSize, int64_t imageTokenIndex);
+
+struct DemoTrainOptions {
+    std::string outDir;              // the llava-hf directory to write
+    std::string tokenizerDir;        // holds tokenizer.model from spm_train (JSON files are written here if absent)
+    double minutes = 0;              // wall-clock budget (0 = none); training stops when it is spent
+    int64_t steps = 0;               // optimizer steps (0 = as many as the budget allows)
+    uint64_t seed = 0;               // training scenes trainSceneId(seed, i), init and order
+    int imagesPerStep = 8;           // images per optimizer step (each with all its questions)
+    double learningRate = 2e-3;
+    double minLearningRateFraction = 0.05;   // cosine floor, as a fraction of the peak
+    double warmupFraction = 0.03;
+    double weightDecay = 0.01;
+    double gradClip = 1.0;
+    int threads = 1;
+    int logEvery = 10;               // steps between progress lines
+    int validateEvery = 200;         // steps between validation (teacher-forced exact match); 0 = never
+    int validationImages = 64;
+    // Curriculum: the fraction of the run (from the start) during which scenes have at most one,
+    // then at most two shapes. 0 disables.
+    double oneShapeFraction = 0.0, twoShapeFraction = 0.0;
+    DemoModelSizes sizes;
+    std::string dtype = "f32";       // on-disk dtype of model.safetensors: f32 | f16
+    std::string modelName = "kvsteer/shapes-demo";
+    std::function<void(const std::string&)> log;   // progress lines (default: stderr)
+};
+
+struct DemoTrainResult {
+    int64_t steps = 0;
+    int64_t images = 0;
+    double seconds = 0;
+    double finalLoss = 0;            // mean loss over the last 50 steps
+    double validationAccuracy = -1;  // last validation's overall exact match (teacher-forced), -1 if none
+};
+
+DemoTrainResult trainDemoModel(const DemoTrainOptions& options);
+
+// Checks the trainer's packed forward against the inference path: loads the llava-hf directory
+// both into the training forward and with LlavaModel::load, scores the evaluation questions of
+// `scenes` scenes (eval seed `seed`) both ways — packed (all questions of an image in one
+// sequence) and one full sequence per question (LlavaModel::encodeImage + embedPrompt +
+// Llama::forward) — and returns the largest |difference| of the answer-token logits.
+double trainingForwardParity(const std::string& modelDir, int scenes, uint64_t seed = 0);
+
+} // namespace kvsteer::demo
