@@ -1,5 +1,6 @@
 #include "SteerCommands.h"
 
+#include "CliOptions.h"
 #include "CommandLine.h"
 #include "Error.h"
 #include "model/LlavaModel.h"
@@ -22,24 +23,6 @@
 namespace kvsteer {
 
 namespace {
-
-const std::set<std::string> kModelOptions = {"model", "dtype", "device", "threads"};
-
-std::set<std::string> withModelOptions(std::set<std::string> s) {
-    s.insert(kModelOptions.begin(), kModelOptions.end());
-    return s;
-}
-
-std::shared_ptr<LlavaModel> loadModel(const CommandLine& cl) {
-    LoadOptions o;
-    o.device = cl.get("device", "cpu");
-    o.dtype = cl.get("dtype", "f32");
-    o.threads = cl.getInt("threads", 0);
-    std::string dir = cl.get("model", KVSTEER_DEMO_MODEL_DIR);
-    if (!cl.has("model") && !std::filesystem::exists(dir))
-        throw Error("no --model given and the bundled demo model (" + dir + ") is missing");
-    return LlavaModel::load(dir, o);
-}
 
 std::vector<std::string> split(const std::string& s, char sep) {
     std::vector<std::string> parts;
@@ -145,18 +128,9 @@ std::string oneLine(std::string s) {
     return s;
 }
 
-const std::set<std::string> kPlanOptions = {"image", "prompt", "vectors", "mask", "layers", "heads", "ck", "cv", "operator",
-                                             "max-new-tokens", "ablate-to", "seed", "temperature", "top-p", "top-k"};
-
-GenerationOptions generationOptions(const CommandLine& cl) {
-    GenerationOptions g;
-    g.maxNewTokens = cl.getInt("max-new-tokens", 32);
-    if (g.maxNewTokens < 1) throw UsageError("--max-new-tokens must be >= 1");
-    g.sampling.temperature = cl.getDouble("temperature", 0.0);
-    g.sampling.topP = cl.getDouble("top-p", 1.0);
-    g.sampling.topK = cl.getInt("top-k", 0);
-    g.sampling.seed = cl.getU64("seed", 0);
-    return g;
+std::set<std::string> planOptionNames() {
+    return withOptions({"image", "prompt", "vectors", "mask", "layers", "heads", "ck", "cv", "operator",
+                        "ablate-to"}, generationOptionNames());
 }
 
 std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr<LlavaModel> model, int reserve) {
@@ -170,8 +144,8 @@ std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr
 } // namespace
 
 int commandExtract(int argc, char** argv) {
-    CommandLine cl(withModelOptions({"recipe", "prompt", "image-a", "image-b", "image", "mask", "pairs", "out", "key-space", "operator",
-                                     "ck", "cv", "layers"}),
+    CommandLine cl(withOptions({"recipe", "prompt", "image-a", "image-b", "image", "mask", "pairs", "out", "key-space", "operator",
+                                "ck", "cv", "layers"}, modelOptionNames()),
                    {"pca", "per-position"});
     cl.parse(argc, argv, 2);
     if (!cl.has("recipe") || !cl.has("out")) throw UsageError("extract needs --recipe and --out");
@@ -218,11 +192,10 @@ int commandExtract(int argc, char** argv) {
 }
 
 int commandSteer(int argc, char** argv) {
-    auto opts = kPlanOptions;
-    CommandLine cl(withModelOptions(opts), {"propagate", "json"});
+    CommandLine cl(withOptions(planOptionNames(), modelOptionNames()), {"propagate", "json"});
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
-    const GenerationOptions gen = generationOptions(cl);
+    const GenerationOptions gen = generationOptions(cl, 32);
     auto session = prefilledSession(cl, model, gen.maxNewTokens);
     const PlanInputs in = planFromOptions(cl, *model, session->snapshot().visualSpan);
     const SteeredCache steered = applyPlan(*session, in.plan);
@@ -250,10 +223,10 @@ int commandSteer(int argc, char** argv) {
 }
 
 int commandSweep(int argc, char** argv) {
-    CommandLine cl(withModelOptions(kPlanOptions), {"propagate", "csv"});
+    CommandLine cl(withOptions(planOptionNames(), modelOptionNames()), {"propagate", "csv"});
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
-    const GenerationOptions gen = generationOptions(cl);
+    const GenerationOptions gen = generationOptions(cl, 32);
     auto session = prefilledSession(cl, model, gen.maxNewTokens);
     const int layerCount = model->config().text.numLayers;
     // Each comma-separated item of --layers / --ck / --cv is one setting; the sweep is their product.

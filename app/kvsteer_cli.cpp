@@ -1,5 +1,6 @@
 // kvsteer — the headless command line: generate, inspect, make-random, extract, steer, sweep.
 // Every failure prints "kvsteer: error: <what, where, what was expected>" and exits non-zero.
+#include "CliOptions.h"
 #include "CommandLine.h"
 #include "SteerCommands.h"
 #include "DemoCommands.h"
@@ -45,22 +46,6 @@ LLaVA-1.5 template "USER: <image>\n{q} ASSISTANT:" unless --raw-prompt is given.
 With --json, stdout holds only the final JSON object.
 )";
 
-std::string modelDir(const CommandLine& cl) {
-    if (cl.has("model")) return cl.get("model");
-    if (!std::filesystem::exists(KVSTEER_DEMO_MODEL_DIR))
-        throw Error("no --model given and the bundled demo model (" + std::string(KVSTEER_DEMO_MODEL_DIR) + ") is missing");
-    return KVSTEER_DEMO_MODEL_DIR;
-}
-
-LoadOptions loadOptions(const CommandLine& cl) {
-    LoadOptions o;
-    o.device = cl.get("device", "cpu");
-    o.dtype = cl.get("dtype", "f32");
-    o.threads = cl.getInt("threads", 0);
-    if (o.threads < 0) throw UsageError("option --threads must be >= 0");
-    return o;
-}
-
 // Logits of the full prompt's last token and the cache of all L prompt tokens, as a dump.
 void dumpPrefill(const Session& session, const std::string& path) {
     KVCache cache = session.snapshot().clone();
@@ -78,20 +63,11 @@ void dumpPrefill(const Session& session, const std::string& path) {
 }
 
 int commandGenerate(int argc, char** argv) {
-    CommandLine cl({"model", "image", "prompt", "max-new-tokens", "dtype", "device", "threads", "seed", "temperature", "top-p",
-                    "top-k", "dump-prefill"},
-                   {"raw-prompt", "json"});
+    CommandLine cl(withOptions(withOptions({"image", "prompt", "dump-prefill"}, modelOptionNames()), generationOptionNames()), {"raw-prompt", "json"});
     cl.parse(argc, argv, 2);
     if (!cl.has("prompt")) throw UsageError("generate needs --prompt TEXT");
-    GenerationOptions gen;
-    gen.maxNewTokens = cl.getInt("max-new-tokens", 64);
-    if (gen.maxNewTokens < 1) throw UsageError("option --max-new-tokens must be >= 1");
-    gen.sampling.temperature = cl.getDouble("temperature", 0.0);
-    gen.sampling.topP = cl.getDouble("top-p", 1.0);
-    gen.sampling.topK = cl.getInt("top-k", 0);
-    gen.sampling.seed = cl.getU64("seed", 0);
-
-    auto model = LlavaModel::load(modelDir(cl), loadOptions(cl));
+    GenerationOptions gen = generationOptions(cl, 64);
+    auto model = loadModel(cl);
     ImageU8 image;
     if (cl.has("image")) image = loadImage(cl.get("image"));
     const Prompt prompt = buildPrompt(*model, cl.get("prompt"), cl.has("raw-prompt"), cl.has("image") ? &image : nullptr);
@@ -127,9 +103,9 @@ int commandGenerate(int argc, char** argv) {
 }
 
 int commandInspect(int argc, char** argv) {
-    CommandLine cl({"model", "dtype", "device", "threads"}, {});
+    CommandLine cl(modelOptionNames(), {});
     cl.parse(argc, argv, 2);
-    auto model = LlavaModel::load(modelDir(cl), loadOptions(cl));
+    auto model = loadModel(cl);
     std::cout << model->describe();
     return 0;
 }

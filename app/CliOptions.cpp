@@ -1,0 +1,53 @@
+#include "CliOptions.h"
+
+#include "Error.h"
+
+#include <filesystem>
+
+namespace kvsteer {
+
+const std::set<std::string>& modelOptionNames() {
+    static const std::set<std::string> names = {"model", "dtype", "device", "threads"};
+    return names;
+}
+
+const std::set<std::string>& generationOptionNames() {
+    static const std::set<std::string> names = {"max-new-tokens", "seed", "temperature", "top-p", "top-k"};
+    return names;
+}
+
+std::set<std::string> withOptions(std::set<std::string> own, const std::set<std::string>& shared) {
+    own.insert(shared.begin(), shared.end());
+    return own;
+}
+
+std::string modelDirectory(const CommandLine& cl) {
+    if (cl.has("model")) return cl.get("model");
+    if (!std::filesystem::exists(KVSTEER_DEMO_MODEL_DIR))
+        throw Error("no --model given and the bundled demo model (" + std::string(KVSTEER_DEMO_MODEL_DIR) + ") is missing");
+    return KVSTEER_DEMO_MODEL_DIR;
+}
+
+LoadOptions loadOptions(const CommandLine& cl) {
+    LoadOptions o;
+    o.device = cl.get("device", "cpu");
+    o.dtype = cl.get("dtype", "f32");
+    o.threads = cl.getInt("threads", 0);
+    if (o.threads < 0) throw UsageError("option --threads must be >= 0");
+    return o;
+}
+
+std::shared_ptr<LlavaModel> loadModel(const CommandLine& cl) { return LlavaModel::load(modelDirectory(cl), loadOptions(cl)); }
+
+GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewTokens) {
+    GenerationOptions g;
+    g.maxNewTokens = cl.getInt("max-new-tokens", defaultMaxNewTokens);
+    if (g.maxNewTokens < 1) throw UsageError("option --max-new-tokens must be >= 1");
+    g.sampling.temperature = cl.getDouble("temperature", 0.0);
+    g.sampling.topP = cl.getDouble("top-p", 1.0);
+    g.sampling.topK = cl.getInt("top-k", 0);
+    g.sampling.seed = cl.getU64("seed", 0);
+    return g;
+}
+
+} // namespace kvsteer

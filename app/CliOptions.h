@@ -1,0 +1,23 @@
+#pragma once
+// Options shared by the CLI's subcommands: which model, how to load it, how to generate.
+#include "CommandLine.h"
+#include "model/LlavaModel.h"
+#include "pipeline/Session.h"
+
+#include <set>
+#include <string>
+
+namespace kvsteer {
+
+// Functions rather than globals: other translation units build their option sets from them
+// during static initialisation.
+const std::set<std::string>& modelOptionNames();        // model, dtype, device, threads
+const std::set<std::string>& generationOptionNames();   // max-new-tokens, seed, temperature, top-p, top-k
+std::set<std::string> withOptions(std::set<std::string> own, const std::set<std::string>& shared);
+
+std::string modelDirectory(const CommandLine& cl);       // --model, else the bundled demo model
+LoadOptions loadOptions(const CommandLine& cl);
+std::shared_ptr<LlavaModel> loadModel(const CommandLine& cl);
+GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewTokens);
+
+} // namespace kvsteer
