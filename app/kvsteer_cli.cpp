@@ -1,6 +1,7 @@
 // kvsteer — the headless command line: generate, inspect, make-random, extract, steer, sweep.
 // Every failure prints "kvsteer: error: <what, where, what was expected>" and exits non-zero.
 #include "CliOptions.h"
+#include "ColorFlipCommand.h"
 #include "CommandLine.h"
 #include "SteerCommands.h"
 #include "DemoCommands.h"
@@ -38,6 +39,8 @@ commands:
                [--ck X] [--cv Y] [--operator add|norm|prerope|scale|spotlight|ablate] [--ablate-to mean|zero]
                [--propagate] [--max-new-tokens N] [--json]
   sweep        (the steer options) --ck LIST --cv LIST --layers A-B,C-D,... [--csv]: one row per setting
+  demo-steer   [--model DIR] [--pairs K] [--n N] [--seed S] [--ck LIST] [--cv LIST] [--mode edit-only|propagate|both]
+               [--save-vectors FILE]: the demo model's red->blue flip, painted on the circle vs on background
   make-random  --preset NAME --dtype f32|f16|bf16 --out DIR [--tokenizer-from DIR] [--seed S] [--shard-gb G]
 
 MASK: rect:r0,c0,r1,c1 (grid cells, inclusive), a grayscale image (white = 1), a .npy or a .safetensors.
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
         if (command == "extract") return commandExtract(argc, argv);
         if (command == "steer") return commandSteer(argc, argv);
         if (command == "sweep") return commandSweep(argc, argv);
+        if (command == "demo-steer") return commandDemoSteer(argc, argv);
         if (command == "train-demo") return commandTrainDemo(argc, argv);
         if (command == "eval-demo") return commandEvalDemo(argc, argv, KVSTEER_DEMO_MODEL_DIR);
         if (command == "demo-corpus") return commandDemoCorpus(argc, argv);
