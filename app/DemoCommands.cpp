@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using namespace kvsteer::demo;
 
 const char* kDemoUsage = R"(  train-demo   --out DIR --tokenizer-dir DIR [--minutes M] [--steps N] [--seed S] [--batch B] [--lr X]
-               [--threads N] [--validate-every N] [--curriculum A,B] [--dtype f32|f16]
+               [--threads N] [--validate-every N] [--curriculum A,B,C] [--dtype f32|f16]
   eval-demo    [--model DIR] [--n N] [--seed S] [--max-new-tokens N] [--threads N] [--json] [--show-failures K]
   demo-corpus  --out FILE [--scenes N] [--seed S]       (the text spm_train learns the demo tokenizer from)
   demo-images  --out DIR                                (a few ShapeWorld PNGs, e.g. the red/blue circle pair)
@@ -29,21 +29,32 @@ const char* kDemoUsage = R"(  train-demo   --out DIR --tokenizer-dir DIR [--minu
 namespace {
 
 void parseCurriculum(const std::string& text, DemoTrainOptions& o) {
-    const auto comma = text.find(',');
+    double v[3];
+    size_t start = 0;
     try {
-        if (comma == std::string::npos) throw std::invalid_argument(text);
-        o.oneShapeFraction = std::stod(text.substr(0, comma));
-        o.twoShapeFraction = std::stod(text.substr(comma + 1));
+        for (int i = 0; i < 3; ++i) {
+            const size_t comma = text.find(',', start);
+            if ((i < 2) != (comma != std::string::npos)) throw std::invalid_argument(text);
+            size_t used = 0;
+            const std::string part = text.substr(start, i < 2 ? comma - start : std::string::npos);
+            v[i] = std::stod(part, &used);
+            if (used != part.size() || v[i] < 0 || v[i] > 1) throw std::invalid_argument(text);
+            start = comma + 1;
+        }
     } catch (const std::exception&) {
-        throw UsageError("option --curriculum: expected two fractions A,B (one shape until A, at most two until B), got '" + text + "'");
+        throw UsageError("option --curriculum: expected three fractions A,B,C in [0,1] (one shape until A, at most two until B, "
+                         "big shapes shrinking until C), got '" + text + "'");
     }
+    o.oneShapeUntil = v[0];
+    o.twoShapesUntil = v[1];
+    o.bigShapesUntil = v[2];
 }
 
 } // namespace
 
 int commandTrainDemo(int argc, char** argv) {
     CommandLine cl({"out", "tokenizer-dir", "minutes", "steps", "seed", "batch", "lr", "threads", "validate-every", "curriculum",
-                    "dtype", "log-every"},
+                    "dtype", "log-every", "types"},
                    {});
     cl.parse(argc, argv, 2);
     if (!cl.has("out") || !cl.has("tokenizer-dir")) throw UsageError("train-demo needs --out DIR and --tokenizer-dir DIR");
@@ -62,6 +73,7 @@ int commandTrainDemo(int argc, char** argv) {
     o.logEvery = std::max(1, cl.getInt("log-every", o.logEvery));
     o.dtype = cl.get("dtype", "f32");
     if (cl.has("curriculum")) parseCurriculum(cl.get("curriculum"), o);
+    o.questionTypes = cl.get("types", "");
     const DemoTrainResult r = trainDemoModel(o);
     std::printf("steps %lld  images %lld  seconds %.0f  final_loss %.4f  validation %.3f\n", static_cast<long long>(r.steps),
                 static_cast<long long>(r.images), r.seconds, r.finalLoss, r.validationAccuracy);

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,25 @@ struct Parameters {
     }
 };
 
+// CLIP's learned position embedding starts as a 2D sine/cosine table (half the channels encode
+// the row, half the column; the CLS row is zero), so where a patch is, is known from step one.
+Tensor sincosPositions(int grid, int dim) {
+    std::vector<float> table(static_cast<size_t>(grid * grid + 1) * dim, 0.0f);
+    const int quarter = dim / 4;
+    for (int r = 0; r < grid; ++r)
+        for (int c = 0; c < grid; ++c) {
+            float* row = &table[static_cast<size_t>(1 + r * grid + c) * dim];
+            for (int i = 0; i < quarter; ++i) {
+                const double freq = 1.0 / std::pow(100.0, double(i) / quarter);
+                row[i] = float(std::sin(r * freq));
+                row[quarter + i] = float(std::cos(r * freq));
+                row[2 * quarter + i] = float(std::sin(c * freq));
+                row[3 * quarter + i] = float(std::cos(c * freq));
+            }
+        }
+    return at::from_blob(table.data(), {grid * grid + 1, dim}, at::kFloat).clone();
+}
+
 Parameters initParameters(const ModelConfig& c, uint64_t seed) {
     Parameters p;
     p.layout = checkpointLayout(c);
@@ -126,6 +146,7 @@ Parameters initParameters(const ModelConfig& c, uint64_t seed) {
             const int layer = std::stoi(n.substr(layerPrefix.size()));
             if (layer >= used) trainable = false;
         }
+        if (n == kV + "embeddings.position_embedding.weight") t = sincosPositions(c.vision.gridSize(), c.vision.hiddenSize);
         if (trainable) {
             t.set_requires_grad(true);
             const bool noDecay = t.dim() < 2 || n.find("embedding") != std::string::npos || n.find("embed_tokens") != std::string::npos;
@@ -554,18 +575,56 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         for (auto& g : optimizer.param_groups()) static_cast<AdamWOptions&>(g.options()).lr(lr);
 
         SceneOptions so;
-        if (pr < o.oneShapeFraction) so.maxShapes = 1;
-        else if (pr < o.twoShapeFraction) so.maxShapes = 2;
+        if (pr < o.oneShapeUntil) so.maxShapes = 1;
+        else if (pr < o.twoShapesUntil) so.maxShapes = 2;
+        if (pr < o.bigShapesUntil) {
+            const double t = pr / o.bigShapesUntil;   // 0 -> 1
+            so.minSize = 150 + (so.minSize - 150) * t;
+            so.maxSize = 250 + (so.maxSize - 250) * t;
+        }
         std::vector<Example> examples;
         for (int i = 0; i < o.imagesPerStep; ++i) {
             const Scene s = generateScene(trainSceneId(o.seed, sceneIndex++), so);
-            examples.push_back(makeExample(s, trainingQuestions(s, dataRng), segments, pre));
+            std::vector<QA> qs = trainingQuestions(s, dataRng);
+            if (!o.questionTypes.empty()) {
+                std::vector<QA> kept;
+                for (const QA& qa : qs)
+                    if (("," + o.questionTypes + ",").find("," + std::string(questionTypeName(qa.type)) + ",") != std::string::npos)
+                        kept.push_back(qa);
+                qs = kept;
+            }
+            if (qs.empty()) {
+                --i;
+                continue;
+            }
+            examples.push_back(makeExample(s, qs, segments, pre));
         }
         const Batch bt = makeBatch(examples, segments.prefixBeforeImage(), imageTokens, net);
         optimizer.zero_grad();
         Tensor loss = at::cross_entropy_loss(forwardLogits(net, bt), bt.targets);
         loss.backward();
-        if (o.gradClip > 0) torch::nn::utils::clip_grad_norm_(allTrainable, o.gradClip);
+        double gradNorm = 0;
+        if (o.gradClip > 0) gradNorm = torch::nn::utils::clip_grad_norm_(allTrainable, o.gradClip);
+        if (std::getenv("KVSTEER_DEMO_DEBUG") && (step + 1) % o.logEvery == 0) {
+            std::map<std::string, double> parts;
+            for (const auto& [name, t] : params.tensors)
+                if (t.grad().defined()) {
+                    const std::string part = name.find("vision_tower") == 0 ? (name.find("embeddings") != std::string::npos ? "vis.emb" : "vis")
+                                             : name.find("projector") != std::string::npos ? "proj"
+                                             : name.find("self_attn") != std::string::npos ? "txt.attn"
+                                             : "txt.other";
+                    parts[part] += t.grad().pow(2).sum().item<double>();
+                }
+            std::vector<std::pair<double, std::string>> top;
+            for (const auto& [name, t] : params.tensors)
+                if (t.grad().defined()) top.push_back({t.grad().norm().item<double>(), name});
+            std::sort(top.rbegin(), top.rend());
+            std::ostringstream g;
+            for (size_t i = 0; i < 4 && i < top.size(); ++i) g << "  " << top[i].second << "=" << top[i].first;
+            g << "\n  grad norm " << gradNorm << " (before clipping):";
+            for (const auto& [k, v] : parts) g << " " << k << " " << std::sqrt(v);
+            log(g.str());
+        }
         optimizer.step();
 
         const double l = loss.item<double>();

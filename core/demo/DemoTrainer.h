@@ -21,7 +21,7 @@
 namespace kvsteer::demo {
 
 struct DemoModelSizes {
-    int visionHidden = 64, visionLayers = 3, visionHeads = 2, visionMlp = 128;   // 2 of the 3 layers are used (-2)
+    int visionHidden = 64, visionLayers = 4, visionHeads = 2, visionMlp = 128;   // 3 of the 4 layers are used (-2)
     int textHidden = 128, textLayers = 4, textHeads = 4, textKvHeads = 2, textMlp = 352;
     int maxPositions = 1024;
 };
@@ -46,9 +46,12 @@ struct DemoTrainOptions {
     int logEvery = 10;               // steps between progress lines
     int validateEvery = 200;         // steps between validation (teacher-forced exact match); 0 = never
     int validationImages = 64;
-    // Curriculum: the fraction of the run (from the start) during which scenes have at most one,
-    // then at most two shapes. 0 disables.
-    double oneShapeFraction = 0.0, twoShapeFraction = 0.0;
+    // Curriculum (fractions of the run): scenes have one shape until oneShapeUntil, at most two
+    // until twoShapesUntil; shape sizes start at [150, 250] px and shrink linearly to the world's
+    // [50, 120] at bigShapesUntil (big shapes make the first grounding signal strong: a from-
+    // scratch decoder attends uniformly over 576 visual tokens at first). Then the plain world.
+    double oneShapeUntil = 0.08, twoShapesUntil = 0.2, bigShapesUntil = 0.3;
+    std::string questionTypes;       // training only these types (comma-separated names; "" = all six)
     DemoModelSizes sizes;
     std::string dtype = "f32";       // on-disk dtype of model.safetensors: f32 | f16
     std::string modelName = "kvsteer/shapes-demo";

@@ -1,0 +1,157 @@
+// kvsteer-studio: the Qt 6 desktop studio. Options let a script set up the view (see
+// scripts/screenshot-studio.sh); with none, the studio opens the bundled demo model.
+#include "MainWindow.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QFont>
+#include <QPalette>
+#include <QStyleFactory>
+
+#include <cstdio>
+
+namespace {
+
+void applyLook(QApplication& app) {
+    app.setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+    QPalette p;
+    const QColor window(0xF3, 0xF4, 0xF6), base(0xFF, 0xFF, 0xFF), text(0x1F, 0x23, 0x28), mid(0xD5, 0xD9, 0xDE);
+    p.setColor(QPalette::Window, window);
+    p.setColor(QPalette::WindowText, text);
+    p.setColor(QPalette::Base, base);
+    p.setColor(QPalette::AlternateBase, QColor(0xF7, 0xF8, 0xFA));
+    p.setColor(QPalette::Text, text);
+    p.setColor(QPalette::Button, QColor(0xFA, 0xFB, 0xFC));
+    p.setColor(QPalette::ButtonText, text);
+    p.setColor(QPalette::Mid, mid);
+    p.setColor(QPalette::Midlight, QColor(0xE6, 0xE9, 0xED));
+    p.setColor(QPalette::Dark, QColor(0xA9, 0xB0, 0xB8));
+    p.setColor(QPalette::Light, Qt::white);
+    p.setColor(QPalette::Highlight, QColor(0x2F, 0x6F, 0xD0));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    p.setColor(QPalette::ToolTipBase, QColor(0xFF, 0xFF, 0xFF));
+    p.setColor(QPalette::ToolTipText, text);
+    p.setColor(QPalette::PlaceholderText, QColor(0x8A, 0x92, 0x9C));
+    p.setColor(QPalette::Link, QColor(0x2F, 0x6F, 0xD0));
+    p.setColor(QPalette::Disabled, QPalette::Text, QColor(0xA0, 0xA6, 0xAD));
+    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0xA0, 0xA6, 0xAD));
+    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0xA0, 0xA6, 0xAD));
+    app.setPalette(p);
+    QFont f = app.font();
+    if (f.pointSizeF() < 9.5) f.setPointSizeF(9.5);
+    app.setFont(f);
+    app.setStyleSheet(QStringLiteral(
+        "QGroupBox { font-weight: 600; border: 1px solid #D5D9DE; border-radius: 6px; margin-top: 10px; padding-top: 6px;"
+        " background: #FAFBFC; }"
+        "QGroupBox::title { subcontrol-origin: margin; left: 10px; padding: 0 4px; color: #3A404A; }"
+        "QPushButton#runButton { background: #2E9D5B; color: white; border: 1px solid #23854B; border-radius: 4px;"
+        " padding: 5px 14px; font-weight: 600; }"
+        "QPushButton#runButton:hover { background: #33AC64; }"
+        "QPushButton#runButton:disabled { background: #A8D5BA; border-color: #A8D5BA; }"
+        "QToolTip { border: 1px solid #C9CED4; padding: 4px; }"
+        "QDockWidget::title { padding: 6px 8px; background: #E9ECEF; font-weight: 600; }"
+        "QStatusBar QLabel { color: #4A515B; }"
+        "QStatusBar::item { border: none; }"));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("kvsteer"));
+    QApplication::setApplicationName(QStringLiteral("kvsteer Studio"));
+    QApplication::setApplicationVersion(QStringLiteral(KVSTEER_STUDIO_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("kvsteer-studio"));
+    applyLook(app);
+
+    QCommandLineParser cli;
+    cli.setApplicationDescription(QStringLiteral(
+        "kvsteer Studio: steer a vision-language model by painting over the image's patches and editing its KV cache."));
+    cli.addHelpOption();
+    cli.addVersionOption();
+    const QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")},
+                                   QStringLiteral("llava-hf model directory (default: the bundled demo model, %1).")
+                                       .arg(QStringLiteral(KVSTEER_STUDIO_DEMO_MODEL_DIR)),
+                                   QStringLiteral("DIR"));
+    const QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu or cuda[:N]."), QStringLiteral("DEVICE"));
+    const QCommandLineOption dtype(QStringLiteral("dtype"), QStringLiteral("f32, f16 or bf16."), QStringLiteral("DTYPE"));
+    const QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("Threads for the matmuls (0 = all cores)."), QStringLiteral("N"));
+    const QCommandLineOption image({QStringLiteral("i"), QStringLiteral("image")}, QStringLiteral("Image to open."), QStringLiteral("FILE"));
+    const QCommandLineOption prompt({QStringLiteral("p"), QStringLiteral("prompt")}, QStringLiteral("The question."), QStringLiteral("TEXT"));
+    const QCommandLineOption mask(QStringLiteral("mask"), QStringLiteral("Strength mask: PNG/.npy/.safetensors or rect:r0,c0,r1,c1."),
+                                  QStringLiteral("MASK"));
+    const QCommandLineOption vectors(QStringLiteral("vectors"), QStringLiteral("Steering vector file to import."), QStringLiteral("FILE"));
+    const QCommandLineOption target(QStringLiteral("steer-toward"),
+                                    QStringLiteral("Compute image-pair vectors toward this image (the current image is the source)."),
+                                    QStringLiteral("FILE"));
+    const QCommandLineOption perPosition(QStringLiteral("per-position"),
+                                         QStringLiteral("With --steer-toward: one direction per patch instead of the mean."));
+    const QCommandLineOption propagate(QStringLiteral("propagate"), QStringLiteral("Propagate mode (recompute the prompt after the image)."));
+    const QCommandLineOption heatmapLayer(QStringLiteral("heatmap-layer"), QStringLiteral("Layer shown large in the heatmap panel."),
+                                          QStringLiteral("N"));
+    const QCommandLineOption op(QStringLiteral("operator"), QStringLiteral("add, norm, prerope, scale, spotlight or ablate."), QStringLiteral("OP"));
+    const QCommandLineOption ck(QStringLiteral("ck"), QStringLiteral("Key coefficient."), QStringLiteral("C"));
+    const QCommandLineOption cv(QStringLiteral("cv"), QStringLiteral("Value coefficient."), QStringLiteral("C"));
+    const QCommandLineOption layers(QStringLiteral("layers"), QStringLiteral("Layer range A-B (or one layer N)."), QStringLiteral("RANGE"));
+    const QCommandLineOption maxTokens(QStringLiteral("max-new-tokens"), QStringLiteral("Tokens per stream."), QStringLiteral("N"));
+    const QCommandLineOption heatmap(QStringLiteral("heatmap"), QStringLiteral("Heatmap metric: k, v, dk, dv, cos or attention."),
+                                     QStringLiteral("METRIC"));
+    const QCommandLineOption session(QStringLiteral("session"), QStringLiteral("Session file to open."), QStringLiteral("FILE"));
+    const QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Run once the model, image, mask and vectors are ready."));
+    const QCommandLineOption ready(QStringLiteral("ready-file"),
+                                   QStringLiteral("With --run: write the two answers to FILE when the run has finished (for scripts)."),
+                                   QStringLiteral("FILE"));
+    const QCommandLineOption noRecovery(QStringLiteral("no-recovery"), QStringLiteral("Do not offer to recover an autosaved session."));
+    const QCommandLineOption size(QStringLiteral("window-size"), QStringLiteral("Initial window size WxH."), QStringLiteral("WxH"));
+    for (const auto& o : {model, device, dtype, threads, image, prompt, mask, vectors, target, perPosition, propagate, op, ck, cv, layers,
+                          maxTokens, heatmap, heatmapLayer, session, run, ready, noRecovery, size})
+        cli.addOption(o);
+    cli.addPositionalArgument(QStringLiteral("image"), QStringLiteral("Image to open (same as --image)."), QStringLiteral("[image]"));
+    cli.process(app);
+
+    kvsteer::ui::StudioOptions o;
+    o.modelDirectory = cli.value(model);
+    if (cli.isSet(device) || cli.isSet(dtype) || cli.isSet(threads)) {
+        o.loadOverride = true;
+        if (cli.isSet(device)) o.load.device = cli.value(device);
+        if (cli.isSet(dtype)) o.load.dtype = cli.value(dtype);
+        if (cli.isSet(threads)) o.load.threads = cli.value(threads).toInt();
+    }
+    o.imagePath = cli.isSet(image) ? cli.value(image) : cli.positionalArguments().value(0);
+    o.prompt = cli.value(prompt);
+    o.maskSpec = cli.value(mask);
+    if (!o.maskSpec.isEmpty() && !o.maskSpec.startsWith(QLatin1String("rect:"))) o.maskSpec = QFileInfo(o.maskSpec).absoluteFilePath();
+    o.vectorsPath = cli.value(vectors);
+    o.targetImagePath = cli.value(target);
+    o.sessionPath = cli.value(session);
+    o.op = cli.value(op);
+    if (cli.isSet(ck)) o.ck = cli.value(ck).toDouble();
+    if (cli.isSet(cv)) o.cv = cli.value(cv).toDouble();
+    o.layers = cli.value(layers);
+    o.maxTokens = cli.value(maxTokens).toInt();
+    if (cli.isSet(heatmap)) {
+        const QStringList names = {QStringLiteral("k"), QStringLiteral("v"), QStringLiteral("dk"), QStringLiteral("dv"), QStringLiteral("cos"),
+                                   QStringLiteral("attention")};
+        o.heatmapMetric = int(names.indexOf(cli.value(heatmap).toLower()));
+        if (o.heatmapMetric < 0) {
+            std::fprintf(stderr, "kvsteer-studio: --heatmap must be one of k, v, dk, dv, cos, attention\n");
+            return 2;
+        }
+    }
+    o.perPosition = cli.isSet(perPosition);
+    o.propagate = cli.isSet(propagate);
+    if (cli.isSet(heatmapLayer)) o.heatmapLayer = cli.value(heatmapLayer).toInt();
+    o.run = cli.isSet(run);
+    o.readyFile = cli.value(ready);
+    o.offerRecovery = !cli.isSet(noRecovery);
+
+    kvsteer::ui::MainWindow window(o);
+    if (cli.isSet(size)) {
+        const QStringList wh = cli.value(size).split(QLatin1Char('x'));
+        if (wh.size() == 2) window.resize(wh[0].toInt(), wh[1].toInt());
+    }
+    window.show();
+    return app.exec();
+}

@@ -1,0 +1,609 @@
+#include "HeatmapPanel.h"
+
+#include "Icons.h"
+
+#include <qcustomplot.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QSplitter>
+#include <QTimer>
+#include <QToolButton>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvsteer::ui {
+
+namespace {
+
+QCPColorGradient sequentialGradient() {   // viridis
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0.00, QColor(0x44, 0x01, 0x54));
+    g.setColorStopAt(0.13, QColor(0x48, 0x24, 0x75));
+    g.setColorStopAt(0.25, QColor(0x41, 0x44, 0x87));
+    g.setColorStopAt(0.38, QColor(0x35, 0x5F, 0x8D));
+    g.setColorStopAt(0.50, QColor(0x2A, 0x78, 0x8E));
+    g.setColorStopAt(0.63, QColor(0x21, 0x91, 0x8C));
+    g.setColorStopAt(0.75, QColor(0x22, 0xA8, 0x84));
+    g.setColorStopAt(0.88, QColor(0x7A, 0xD1, 0x51));
+    g.setColorStopAt(1.00, QColor(0xFD, 0xE7, 0x25));
+    g.setLevelCount(256);
+    return g;
+}
+
+QCPColorGradient divergingGradient() {   // blue - white - red, for cosines
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0.0, QColor(0x3B, 0x4C, 0xC0));
+    g.setColorStopAt(0.25, QColor(0x8D, 0xB0, 0xFE));
+    g.setColorStopAt(0.5, QColor(0xF2, 0xF2, 0xF2));
+    g.setColorStopAt(0.75, QColor(0xF4, 0x9A, 0x7B));
+    g.setColorStopAt(1.0, QColor(0xB4, 0x04, 0x26));
+    g.setLevelCount(256);
+    return g;
+}
+
+void hideAxes(QCPAxisRect* rect) {
+    for (QCPAxis* a : rect->axes()) {
+        a->setVisible(false);
+        a->grid()->setVisible(false);
+    }
+}
+
+// Keeps grid cells square: the limiting side shows the whole grid; on the other side the map is
+// centred horizontally, or kept at the top (under its title) vertically.
+void squareCells(QCPAxisRect* rect, int rows, int cols) {
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);   // reversed: row 0 at the top
+    const double w = rect->width(), h = rect->height();
+    if (w <= 0 || h <= 0) return;
+    const double cell = std::min(w / cols, h / rows);
+    const double spanX = w / cell, spanY = h / cell;   // in cells
+    x->setRange(QCPRange((cols - 1) / 2.0 - spanX / 2.0, (cols - 1) / 2.0 + spanX / 2.0));
+    y->setRange(QCPRange(-0.5, -0.5 + spanY));
+}
+
+// Columns of small multiples that make each map largest in a w×h area.
+int bestColumns(int layers, double w, double h, double titleH) {
+    int best = 1;
+    double bestSide = -1;
+    for (int cols = 1; cols <= layers; ++cols) {
+        const int rows = (layers + cols - 1) / cols;
+        const double side = std::min(w / cols, h / rows - titleH);
+        if (side > bestSide + 0.5) {
+            bestSide = side;
+            best = cols;
+        }
+    }
+    return best;
+}
+
+QString headText(int head) { return head < 0 ? QObject::tr("mean over KV heads") : QObject::tr("KV head %1").arg(head); }
+
+} // namespace
+
+HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(6, 4, 6, 4);
+    outer->setSpacing(4);
+
+    // Controls.
+    auto* bar = new QHBoxLayout;
+    bar->setSpacing(6);
+    metric_ = new QComboBox(this);
+    for (int i = 0; i < kMetricCount; ++i) {
+        metric_->addItem(metricTitle(Metric(i)), i);
+        metric_->setItemData(i, metricDescription(Metric(i)), Qt::ToolTipRole);
+    }
+    metric_->setCurrentIndex(int(Metric::Attention));
+    metric_->setToolTip(tr("Statistic per visual token and layer"));
+    head_ = new QComboBox(this);
+    head_->setToolTip(tr("Average over the KV heads, or one head (query heads are averaged within their KV group)"));
+    stream_ = new QComboBox(this);
+    stream_->addItem(tr("Steered"), true);
+    stream_->addItem(tr("Unsteered"), false);
+    stream_->setToolTip(tr("Which stream's cache (or attention) to show; ‖ΔK‖ and ‖ΔV‖ always compare the two"));
+    perLayerRange_ = new QCheckBox(tr("Range per layer"), this);
+    perLayerRange_->setToolTip(tr("Scale each layer's colours to its own minimum and maximum instead of one range for all layers"));
+    auto* save = new QToolButton(this);
+    save->setIcon(icons::get(icons::Id::SavePlot));
+    save->setToolTip(tr("Save the heatmaps as PNG…"));
+    save->setAutoRaise(true);
+    auto* metricLabel = new QLabel(tr("Metric"), this);
+    auto* headLabel = new QLabel(tr("Head"), this);
+    auto* streamLabel = new QLabel(tr("Stream"), this);
+    bar->addWidget(metricLabel);
+    bar->addWidget(metric_);
+    bar->addSpacing(6);
+    bar->addWidget(headLabel);
+    bar->addWidget(head_);
+    bar->addSpacing(6);
+    bar->addWidget(streamLabel);
+    bar->addWidget(stream_);
+    bar->addSpacing(6);
+    bar->addWidget(perLayerRange_);
+    bar->addStretch(1);
+    bar->addWidget(save);
+    outer->addLayout(bar);
+
+    // Plots.
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->setChildrenCollapsible(false);
+    multiples_ = new QCustomPlot(split);
+    multiples_->setMinimumSize(200, 120);
+    multiples_->setToolTip(QString());
+    detail_ = new QCustomPlot(split);
+    detail_->setMinimumSize(200, 160);
+    split->addWidget(multiples_);
+    split->addWidget(detail_);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    split->setSizes({500, 440});
+    outer->addWidget(split, 1);
+
+    auto* foot = new QHBoxLayout;
+    caption_ = new QLabel(this);
+    caption_->setStyleSheet(QStringLiteral("color: #3A404A;"));
+    hover_ = new QLabel(this);
+    hover_->setStyleSheet(QStringLiteral("color: #6b737d;"));
+    hover_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+
+    for (QLabel* l : {caption_, hover_}) {
+        l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // long texts never widen the window
+        l->setMinimumWidth(0);
+    }
+    foot->addWidget(caption_, 1);
+    foot->addWidget(hover_, 1);
+    hover_->hide();   // while the pointer is over a cell, its read-out replaces the caption
+    outer->addLayout(foot);
+
+    const QColor bg = palette().color(QPalette::Base);
+    for (QCustomPlot* p : {multiples_, detail_}) {
+        p->setBackground(bg);
+        p->setAntialiasedElements(QCP::aeNone);
+        p->setNotAntialiasedElements(QCP::aeAll);
+    }
+
+    // The large map: one axis rect, a colour scale beside it.
+    detail_->plotLayout()->clear();
+    detailTitle_ = new QCPTextElement(detail_, tr("No data yet"), QFont(font().family(), int(font().pointSizeF() + 0.5), QFont::DemiBold));
+    detail_->plotLayout()->addElement(0, 0, detailTitle_);
+    body_ = new QCPLayoutGrid;   // map + colour scale; padded so the map stays square
+    detail_->plotLayout()->addElement(1, 0, body_);
+    body_->setAutoMargins(QCP::msNone);
+    body_->setMargins(QMargins(0, 0, 0, 0));
+    auto* rect = new QCPAxisRect(detail_, true);
+    body_->addElement(0, 0, rect);
+    scale_ = new QCPColorScale(detail_);
+    body_->addElement(0, 1, scale_);
+    scale_->setType(QCPAxis::atRight);
+    scale_->setBarWidth(12);
+    scale_->axis()->setTickLabelFont(QFont(font().family(), std::max(7, int(font().pointSizeF() - 1))));
+    auto* group = new QCPMarginGroup(detail_);
+    rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    detail_->xAxis = rect->axis(QCPAxis::atBottom);
+    detail_->yAxis = rect->axis(QCPAxis::atLeft);
+    for (QCPAxis* a : rect->axes()) {
+        a->grid()->setVisible(false);
+        a->setTickLabelFont(QFont(font().family(), std::max(7, int(font().pointSizeF() - 1))));
+    }
+    detail_->yAxis->setRangeReversed(true);
+    detail_->xAxis->setRange(-0.5, 23.5);
+    detail_->yAxis->setRange(-0.5, 23.5);
+    detail_->xAxis->setLabel(tr("column"));
+    detail_->yAxis->setLabel(tr("row"));
+    detail_->xAxis->setLabelFont(font());
+    detail_->yAxis->setLabelFont(font());
+    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+    ticker->setTickStep(4);
+    detail_->xAxis->setTicker(ticker);
+    detail_->yAxis->setTicker(ticker);
+    detailMap_ = new QCPColorMap(detail_->xAxis, detail_->yAxis);
+    detailMap_->setInterpolate(false);
+    detailMap_->setTightBoundary(false);
+    detailMap_->setColorScale(scale_);
+    detailMap_->setGradient(sequentialGradient());
+    marker_ = new QCPItemRect(detail_);
+    marker_->setClipAxisRect(rect);
+    marker_->topLeft->setAxes(detail_->xAxis, detail_->yAxis);
+    marker_->bottomRight->setAxes(detail_->xAxis, detail_->yAxis);
+    marker_->setPen(QPen(QColor(0x00, 0xB4, 0xD8), 2.5));
+    marker_->setBrush(Qt::NoBrush);
+    marker_->setVisible(false);
+    // Square cells in the large map: pad the plot layout so the axis rect itself is square.
+    connect(detail_, &QCustomPlot::afterLayout, this, [this] {
+        QCPAxisRect* r = detail_->axisRect();
+        const QMargins m = body_->margins();
+        const int w0 = r->width() + m.left() + m.right(), h0 = r->height() + m.top() + m.bottom();   // unpadded
+        const int padH = std::max(0, w0 - h0), padV = std::max(0, h0 - w0);
+        const QMargins want(padH / 2, 0, padH - padH / 2, padV);
+        if (want == m) return;
+        body_->setMargins(want);
+        QTimer::singleShot(0, detail_, [this] { detail_->replot(); });
+    });
+    connect(multiples_, &QCustomPlot::afterLayout, this, [this] {
+        for (QCPAxisRect* r : rects_) squareCells(r, data_.valid() ? data_.rows : 24, data_.valid() ? data_.cols : 24);
+    });
+
+    multiples_->installEventFilter(this);
+    detail_->installEventFilter(this);
+
+    redraw_ = new QTimer(this);
+    redraw_->setSingleShot(true);
+    redraw_->setInterval(40);   // coalesce per-step updates into at most ~25 redraws a second
+    connect(redraw_, &QTimer::timeout, this, &HeatmapPanel::applyData);
+
+    auto emitSettings = [this] {
+        if (blockSignals_) return;
+        stream_->setEnabled(metric_->currentData().toInt() != int(Metric::KeyDelta) &&
+                            metric_->currentData().toInt() != int(Metric::ValueDelta));
+        Q_EMIT settingsChanged(settings());
+    };
+    connect(metric_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
+    connect(head_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
+    connect(stream_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
+    connect(perLayerRange_, &QCheckBox::toggled, this, [this] {
+        pending_ = true;
+        applyData();
+    });
+    connect(save, &QToolButton::clicked, this, &HeatmapPanel::saveRequested);
+    connect(multiples_, &QCustomPlot::mouseMove, this, &HeatmapPanel::onMultiplesMove);
+    connect(multiples_, &QCustomPlot::mousePress, this, &HeatmapPanel::onMultiplesClick);
+    connect(detail_, &QCustomPlot::mouseMove, this, &HeatmapPanel::onDetailMove);
+    connect(detail_, &QCustomPlot::mousePress, this, &HeatmapPanel::onDetailClick);
+
+    setModel(0, 0);
+    clear();
+}
+
+void HeatmapPanel::setModel(int layers, int kvHeads) {
+    blockSignals_ = true;
+    const int previousHead = head_->currentData().isValid() ? head_->currentData().toInt() : -1;
+    head_->clear();
+    head_->addItem(tr("Mean"), -1);
+    for (int h = 0; h < kvHeads; ++h) head_->addItem(tr("KV head %1").arg(h), h);
+    const int idx = head_->findData(previousHead);
+    head_->setCurrentIndex(idx >= 0 ? idx : 0);
+    blockSignals_ = false;
+    kvHeads_ = kvHeads;
+    if (layers != layers_) {
+        layers_ = layers;
+        selected_ = std::clamp(selected_, 0, std::max(0, layers - 1));
+        clear();
+    }
+}
+
+HeatmapSettings HeatmapPanel::settings() const {
+    HeatmapSettings s;
+    s.metric = Metric(metric_->currentData().toInt());
+    s.head = head_->currentData().isValid() ? head_->currentData().toInt() : -1;
+    s.steeredRow = stream_->currentData().toBool();
+    return s;
+}
+
+void HeatmapPanel::setSettings(const HeatmapSettings& s) {
+    blockSignals_ = true;
+    metric_->setCurrentIndex(metric_->findData(int(s.metric)));
+    const int h = head_->findData(s.head);
+    head_->setCurrentIndex(h >= 0 ? h : 0);
+    stream_->setCurrentIndex(s.steeredRow ? 0 : 1);
+    blockSignals_ = false;
+    Q_EMIT settingsChanged(settings());
+}
+
+void HeatmapPanel::clear() {
+    data_ = HeatmapData();
+    pending_ = false;
+    rebuildMultiples(0);   // a placeholder until data arrives
+    detailMap_->setVisible(false);
+    scale_->setDataRange(QCPRange(0, 1));
+    detailTitle_->setText(layers_ > 0 ? tr("Layer %1").arg(selected_) : tr("No model loaded"));
+    marker_->setVisible(false);
+    caption_->clear();
+    detail_->replot();
+}
+
+void HeatmapPanel::rebuildMultiples(int layers) {
+    multiples_->plotLayout()->clear();   // deletes the old rects, maps and titles
+    multiples_->clearPlottables();
+    multiples_->clearItems();
+    frames_.clear();
+    rects_.clear();
+    maps_.clear();
+    titles_.clear();
+    if (layers <= 0) {
+        auto* empty = new QCPTextElement(multiples_, layers_ > 0 ? tr("Press Run to see every layer")
+                                                                 : tr("Load a model and press Run"),
+                                         font());
+        empty->setTextColor(palette().color(QPalette::PlaceholderText));
+        multiples_->plotLayout()->addElement(0, 0, empty);
+        multiples_->replot();
+        return;
+    }
+    const QFont small(font().family(), std::max(7, int(font().pointSizeF() - 1.5)));
+    const int cols = bestColumns(layers, std::max(100, multiples_->width()), std::max(80, multiples_->height()),
+                                 QFontMetrics(small).height() + 6);
+    columns_ = cols;
+    for (int l = 0; l < layers; ++l) {
+        auto* cell = new QCPLayoutGrid;
+        multiples_->plotLayout()->addElement(l / cols, l % cols, cell);
+        cell->setRowSpacing(0);
+        auto* title = new QCPTextElement(multiples_, tr("layer %1").arg(l), small);
+        title->setMargins(QMargins(0, 2, 0, 1));
+        cell->addElement(0, 0, title);
+        auto* rect = new QCPAxisRect(multiples_, true);
+        rect->setAutoMargins(QCP::msNone);
+        rect->setMargins(QMargins(3, 1, 3, 3));
+        rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
+        hideAxes(rect);
+        cell->addElement(1, 0, rect);
+        auto* frame = new QCPItemRect(multiples_);
+        frame->setClipToAxisRect(false);
+        frame->topLeft->setAxes(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+        frame->bottomRight->setAxes(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+        frame->setBrush(Qt::NoBrush);
+        frames_.push_back(frame);
+        cell->setRowStretchFactor(0, 0.01);
+        auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+        map->setInterpolate(false);
+        map->setTightBoundary(false);
+        map->setGradient(sequentialGradient());
+        rects_.push_back(rect);
+        maps_.push_back(map);
+        titles_.push_back(title);
+    }
+    styleFrames();
+    multiples_->replot();
+}
+
+void HeatmapPanel::styleFrames() {
+    const int rows = std::max(1, data_.valid() ? data_.rows : 24), cols = std::max(1, data_.valid() ? data_.cols : 24);
+    for (int l = 0; l < frames_.size(); ++l) {
+        const bool sel = l == selected_;
+        frames_[l]->topLeft->setCoords(-0.5, -0.5);
+        frames_[l]->bottomRight->setCoords(cols - 0.5, rows - 0.5);
+        frames_[l]->setPen(QPen(sel ? QColor(0x00, 0xB4, 0xD8) : QColor(0xC8, 0xCD, 0xD3), sel ? 2.5 : 1.0));
+        titles_[l]->setTextColor(sel ? QColor(0x00, 0x7F, 0x99) : palette().color(QPalette::WindowText));
+        QFont f = titles_[l]->font();
+        f.setBold(sel);
+        titles_[l]->setFont(f);
+    }
+}
+
+void HeatmapPanel::setData(const HeatmapData& data) {
+    if (!data.valid()) return;
+    data_ = data;
+    pending_ = true;
+    if (!redraw_->isActive()) redraw_->start();
+}
+
+void HeatmapPanel::applyData() {
+    if (!pending_ || !data_.valid()) return;
+    pending_ = false;
+    if (data_.layers != rects_.size()) {
+        layers_ = data_.layers;
+        selected_ = std::clamp(selected_, 0, layers_ - 1);
+        rebuildMultiples(layers_);
+    }
+    const bool diverging = data_.metric == Metric::ValueCosine;
+    const QCPColorGradient gradient = diverging ? divergingGradient() : sequentialGradient();
+    // One colour range for all layers (comparable), or one per layer.
+    float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
+    for (float v : data_.values) {
+        if (!std::isfinite(v)) continue;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    }
+    if (lo > hi) lo = hi = 0;
+    auto rangeFor = [&](float a, float b) {
+        if (diverging) {
+            const double m = std::max({std::abs(double(a)), std::abs(double(b)), 1e-6});
+            return QCPRange(-m, m);
+        }
+        if (b - a < 1e-9f) return QCPRange(a - 0.5, b + 0.5);
+        return QCPRange(a, b);
+    };
+    const int n = data_.rows * data_.cols;
+    for (int l = 0; l < data_.layers; ++l) {
+        QCPColorMap* map = maps_[l];
+        map->data()->setSize(data_.cols, data_.rows);
+        map->data()->setRange(QCPRange(0, data_.cols - 1), QCPRange(0, data_.rows - 1));
+        float llo = std::numeric_limits<float>::max(), lhi = std::numeric_limits<float>::lowest();
+        for (int r = 0; r < data_.rows; ++r)
+            for (int c = 0; c < data_.cols; ++c) {
+                const float v = data_.values[l * n + r * data_.cols + c];
+                map->data()->setCell(c, r, v);
+                llo = std::min(llo, v);
+                lhi = std::max(lhi, v);
+            }
+        map->setGradient(gradient);
+        map->setDataRange(perLayerRange_->isChecked() ? rangeFor(llo, lhi) : rangeFor(lo, hi));
+    }
+    refreshDetail();
+    updateCaption();
+    multiples_->replot(QCustomPlot::rpQueuedReplot);
+    ++updates_;
+    Q_EMIT updated();
+}
+
+void HeatmapPanel::refreshDetail() {
+    if (!data_.valid() || maps_.isEmpty()) return;
+    const int l = std::clamp(selected_, 0, data_.layers - 1);
+    QCPColorMap* src = maps_[l];
+    *detailMap_->data() = *src->data();
+    detailMap_->setVisible(true);
+    detail_->xAxis->setRange(-0.5, data_.cols - 0.5);
+    detail_->yAxis->setRange(-0.5, data_.rows - 0.5);
+    detailMap_->setGradient(src->gradient());
+    detailMap_->setDataRange(src->dataRange());
+    scale_->setGradient(src->gradient());
+    scale_->setDataRange(src->dataRange());
+    detailTitle_->setText(tr("Layer %1 · %2").arg(l).arg(metricTitle(data_.metric)));
+    if (markRow_ >= 0) {
+        marker_->topLeft->setCoords(markCol_ - 0.5, markRow_ - 0.5);
+        marker_->bottomRight->setCoords(markCol_ + 0.5, markRow_ + 0.5);
+        marker_->setVisible(true);
+    } else {
+        marker_->setVisible(false);
+    }
+    detail_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapPanel::updateCaption() {
+    if (!data_.valid()) {
+        caption_->clear();
+        return;
+    }
+    if (data_.metric == Metric::Attention && data_.step >= 0) {
+        QString tok = data_.token;
+        tok.replace(QLatin1Char(' '), QChar(0x2423));
+        caption_->setText(tr("Attention of token %1 “%2” to the image").arg(data_.step + 1).arg(tok.toHtmlEscaped()));
+    } else {
+        caption_->setText(tr("The cache after the edit, before decoding"));
+    }
+    QString what = headText(data_.head);
+    if (data_.metric != Metric::KeyDelta && data_.metric != Metric::ValueDelta)
+        what += data_.steeredRow ? tr(", steered stream") : tr(", unsteered stream");
+    caption_->setText(caption_->text() + QStringLiteral(" · ") + what);
+}
+
+void HeatmapPanel::setSelectedLayer(int layer) {
+    if (layers_ <= 0) return;
+    layer = std::clamp(layer, 0, layers_ - 1);
+    if (layer == selected_ && !rects_.isEmpty()) {
+        refreshDetail();
+        return;
+    }
+    selected_ = layer;
+    styleFrames();
+    multiples_->replot(QCustomPlot::rpQueuedReplot);
+    refreshDetail();
+    Q_EMIT layerSelected(layer);
+}
+
+void HeatmapPanel::markCell(int row, int col) {
+    markRow_ = row;
+    markCol_ = col;
+    refreshDetail();
+    if (!data_.valid()) detail_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool HeatmapPanel::cellAt(QCPAxisRect* rect, const QPointF& pos, int* row, int* col) const {
+    if (!rect || !data_.valid()) return false;
+    const double x = rect->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
+    const double y = rect->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
+    const int c = int(std::lround(x)), r = int(std::lround(y));
+    if (r < 0 || c < 0 || r >= data_.rows || c >= data_.cols) return false;
+    *row = r;
+    *col = c;
+    return true;
+}
+
+void HeatmapPanel::showHover(int layer, int row, int col, const QPoint& globalPos) {
+    const float v = data_.at(layer, row, col);
+    const QString text = tr("layer %1 · row %2 · col %3 · %4 = %5")
+                             .arg(layer)
+                             .arg(row)
+                             .arg(col)
+                             .arg(metricTitle(data_.metric))
+                             .arg(QString::number(v, 'g', 4));
+    hover_->setText(text);
+    hover_->show();
+    caption_->hide();
+    QToolTip::showText(globalPos, text);
+}
+
+QString HeatmapPanel::hoverText() const { return hover_->text(); }
+
+void HeatmapPanel::onMultiplesMove(QMouseEvent* event) {
+    QCPAxisRect* rect = multiples_->axisRectAt(event->position());
+    const int layer = int(rects_.indexOf(rect));
+    int r = 0, c = 0;
+    if (layer >= 0 && cellAt(rect, event->position(), &r, &c)) showHover(layer, r, c, event->globalPosition().toPoint());
+    else QToolTip::hideText();
+}
+
+void HeatmapPanel::onMultiplesClick(QMouseEvent* event) {
+    QCPAxisRect* rect = multiples_->axisRectAt(event->position());
+    const int layer = int(rects_.indexOf(rect));
+    if (layer < 0) return;
+    setSelectedLayer(layer);
+    int r = 0, c = 0;
+    if (cellAt(rect, event->position(), &r, &c)) {
+        markCell(r, c);
+        Q_EMIT cellClicked(r, c);
+    }
+}
+
+void HeatmapPanel::onDetailMove(QMouseEvent* event) {
+    int r = 0, c = 0;
+    if (cellAt(detail_->axisRect(), event->position(), &r, &c) && detail_->axisRect()->rect().contains(event->position().toPoint()))
+        showHover(std::clamp(selected_, 0, data_.layers - 1), r, c, event->globalPosition().toPoint());
+    else QToolTip::hideText();
+}
+
+void HeatmapPanel::onDetailClick(QMouseEvent* event) {
+    int r = 0, c = 0;
+    if (!cellAt(detail_->axisRect(), event->position(), &r, &c)) return;
+    if (!detail_->axisRect()->rect().contains(event->position().toPoint())) return;
+    markCell(r, c);
+    Q_EMIT cellClicked(r, c);
+}
+
+bool HeatmapPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() == QEvent::Leave && (watched == multiples_ || watched == detail_)) {
+        hover_->hide();
+        caption_->show();
+    }
+    if (event->type() == QEvent::ToolTip && (watched == multiples_ || watched == detail_)) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        QCustomPlot* plot = static_cast<QCustomPlot*>(watched);
+        QCPAxisRect* rect = plot->axisRectAt(help->pos());
+        const int layer = plot == detail_ ? std::clamp(selected_, 0, std::max(0, data_.layers - 1)) : int(rects_.indexOf(rect));
+        int r = 0, c = 0;
+        if (rect && layer >= 0 && cellAt(rect, help->pos(), &r, &c) && rect->rect().contains(help->pos())) {
+            showHover(layer, r, c, help->globalPos());
+        } else {
+            QToolTip::showText(help->globalPos(),
+                               tr("Hover a cell for its value · click a small map to enlarge it · click a cell to find that patch on the image"));
+        }
+        return true;
+    }
+    if (watched == multiples_ && event->type() == QEvent::Resize && !rects_.isEmpty()) {
+        const QFont small(font().family(), std::max(7, int(font().pointSizeF() - 1.5)));
+        const int cols = bestColumns(int(rects_.size()), multiples_->width(), multiples_->height(), QFontMetrics(small).height() + 6);
+        if (cols != columns_) {
+            QTimer::singleShot(0, this, [this] {
+                rebuildMultiples(int(rects_.size()));
+                pending_ = true;
+                applyData();
+            });
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+bool HeatmapPanel::savePng(const QString& path) {
+    applyData();
+    const QPixmap left = multiples_->toPixmap(multiples_->width(), multiples_->height(), 2.0);
+    const QPixmap right = detail_->toPixmap(detail_->width(), detail_->height(), 2.0);
+    QImage out(left.width() + right.width(), std::max(left.height(), right.height()), QImage::Format_RGB32);
+    out.fill(palette().color(QPalette::Base));
+    QPainter p(&out);
+    p.drawPixmap(0, 0, left);
+    p.drawPixmap(left.width(), 0, right);
+    p.end();
+    return out.save(path, "PNG");
+}
+
+} // namespace kvsteer::ui

@@ -1,0 +1,509 @@
+#include "PatchCanvas.h"
+
+#include "CanvasCommands.h"
+
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileInfo>
+#include <QImageReader>
+#include <QMimeData>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QResizeEvent>
+#include <QTabletEvent>
+#include <QUndoStack>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvsteer::ui {
+
+namespace {
+
+const QColor kPaint(0xF0, 0x7A, 0x1A);        // painted strength
+const QColor kHighlight(0x00, 0xB4, 0xD8);    // a cell picked on a heatmap
+constexpr qreal kMargin = 14;
+
+bool isImageFile(const QString& path) {
+    const QByteArray fmt = QImageReader::imageFormat(path);
+    if (!fmt.isEmpty()) return true;
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    return suffix == QLatin1String("png") || suffix == QLatin1String("jpg") || suffix == QLatin1String("jpeg") ||
+           suffix == QLatin1String("bmp") || suffix == QLatin1String("gif");
+}
+
+// Distance from p to the segment a-b.
+qreal segmentDistance(const QPointF& p, const QPointF& a, const QPointF& b) {
+    const QPointF ab = b - a;
+    const qreal len2 = QPointF::dotProduct(ab, ab);
+    qreal t = len2 > 0 ? QPointF::dotProduct(p - a, ab) / len2 : 0;
+    t = std::clamp<qreal>(t, 0, 1);
+    const QPointF q = a + t * ab;
+    return std::hypot(p.x() - q.x(), p.y() - q.y());
+}
+
+} // namespace
+
+PatchCanvas::PatchCanvas(QUndoStack* undoStack, QWidget* parent) : QWidget(parent), undo_(undoStack) {
+    setAcceptDrops(true);
+    setMouseTracking(true);
+    setAttribute(Qt::WA_TabletTracking);
+    setFocusPolicy(Qt::StrongFocus);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+    setToolTip(tr("Paint where the plan should steer.\n"
+                  "Left drag: paint with the current tool · Right drag: erase\n"
+                  "Ctrl+wheel or [ ]: brush size · Drop or paste an image to open it"));
+    coverage_ = QVector<float>(strength_.size(), 0.0f);
+}
+
+// ---- image and map -------------------------------------------------------------------------------
+
+void PatchCanvas::setImage(const QImage& crop, const QString& name) {
+    image_ = crop;
+    imageName_ = name;
+    update();
+}
+
+void PatchCanvas::clearImage() {
+    image_ = QImage();
+    imageName_.clear();
+    update();
+}
+
+void PatchCanvas::setGridSize(int rows, int cols) {
+    if (rows == strength_.rows && cols == strength_.cols) return;
+    strength_ = StrengthGrid(rows, cols);
+    coverage_ = QVector<float>(strength_.size(), 0.0f);
+    highlightRow_ = highlightCol_ = -1;
+    if (undo_) undo_->clear();
+    update();
+    Q_EMIT strengthChanged(strength_);
+}
+
+void PatchCanvas::applyStrength(const StrengthGrid& grid) {
+    if (grid == strength_) return;
+    if (grid.rows != strength_.rows || grid.cols != strength_.cols) coverage_ = QVector<float>(grid.size(), 0.0f);
+    strength_ = grid;
+    update();
+    Q_EMIT strengthChanged(strength_);
+}
+
+void PatchCanvas::setStrength(const StrengthGrid& grid, const QString& undoText) {
+    if (grid == strength_) return;
+    const StrengthGrid before = strength_;
+    if (undo_) undo_->push(new StrengthEditCommand(this, before, grid, undoText));
+    else applyStrength(grid);
+    Q_EMIT editFinished();
+}
+
+void PatchCanvas::pushEdit(const StrengthGrid& before, const QString& text) {
+    if (before == strength_) return;
+    if (undo_) undo_->push(new StrengthEditCommand(this, before, strength_, text));   // redo() is a no-op here
+    Q_EMIT editFinished();
+}
+
+void PatchCanvas::fillAll() {
+    StrengthGrid g = strength_;
+    std::fill(g.values.begin(), g.values.end(), float(brushStrength_));
+    setStrength(g, tr("Fill"));
+}
+
+void PatchCanvas::clearAll() { setStrength(StrengthGrid(strength_.rows, strength_.cols), tr("Clear")); }
+
+void PatchCanvas::invert() {
+    StrengthGrid g = strength_;
+    const float top = std::max(1.0f, g.maximum());
+    for (float& v : g.values) v = top - v;
+    setStrength(g, tr("Invert"));
+}
+
+// ---- tools -------------------------------------------------------------------------------------
+
+void PatchCanvas::setTool(Tool tool) {
+    if (tool == tool_) return;
+    tool_ = tool;
+    update();
+    Q_EMIT toolChanged(tool);
+}
+
+void PatchCanvas::setBrushSize(double cells) {
+    cells = std::clamp(cells, 1.0, 16.0);
+    if (cells == brushSize_) return;
+    brushSize_ = cells;
+    update();
+    Q_EMIT brushSizeChanged(cells);
+}
+
+void PatchCanvas::setBrushStrength(double strength) {
+    strength = std::clamp(strength, 0.0, 1.0);
+    if (strength == brushStrength_) return;
+    brushStrength_ = strength;
+    Q_EMIT brushStrengthChanged(strength);
+}
+
+void PatchCanvas::setGridVisible(bool visible) {
+    if (visible == gridVisible_) return;
+    gridVisible_ = visible;
+    update();
+    Q_EMIT gridVisibleChanged(visible);
+}
+
+void PatchCanvas::highlightCell(int row, int col) {
+    highlightRow_ = strength_.contains(row, col) ? row : -1;
+    highlightCol_ = strength_.contains(row, col) ? col : -1;
+    update();
+}
+
+// ---- geometry ----------------------------------------------------------------------------------
+
+QRectF PatchCanvas::imageRect() const {
+    const QSizeF img = image_.isNull() ? QSizeF(336, 336) : QSizeF(image_.size());
+    const QRectF area = QRectF(rect()).adjusted(kMargin, kMargin, -kMargin, -kMargin);
+    const qreal scale = std::max<qreal>(0.01, std::min(area.width() / img.width(), area.height() / img.height()));
+    const QSizeF s = img * scale;
+    // Centred horizontally, at the top: spare height stays below the image, next to the prompt.
+    return QRectF(QPointF(std::round(area.center().x() - s.width() / 2), area.top()), s);
+}
+
+QPointF PatchCanvas::cellCenter(int row, int col) const {
+    const QRectF r = imageRect();
+    return {r.left() + (col + 0.5) * r.width() / strength_.cols, r.top() + (row + 0.5) * r.height() / strength_.rows};
+}
+
+QPointF PatchCanvas::toCells(const QPointF& pos) const {
+    const QRectF r = imageRect();
+    return {(pos.x() - r.left()) * strength_.cols / r.width(), (pos.y() - r.top()) * strength_.rows / r.height()};
+}
+
+// ---- editing -----------------------------------------------------------------------------------
+
+void PatchCanvas::beginEdit(const QPointF& pos, bool erase, double pressure) {
+    if (!hasImage()) return;
+    editing_ = true;
+    erasing_ = erase || tool_ == Tool::Eraser;
+    rectMode_ = tool_ == Tool::Rectangle;
+    before_ = strength_;
+    coverage_.fill(0.0f, strength_.size());
+    const QPointF c = toCells(pos);
+    lastCellPos_ = rectStart_ = rectEnd_ = c;
+    if (!rectMode_) dab(c, c, pressure);
+    update();
+}
+
+void PatchCanvas::continueEdit(const QPointF& pos, double pressure) {
+    const QPointF c = toCells(pos);
+    if (rectMode_) {
+        rectEnd_ = c;
+        update();
+        return;
+    }
+    dab(lastCellPos_, c, pressure);
+    lastCellPos_ = c;
+}
+
+void PatchCanvas::endEdit() {
+    if (!editing_) return;
+    editing_ = false;
+    if (rectMode_) {
+        const QRect cells = rubberCells();
+        StrengthGrid g = strength_;
+        for (int r = cells.top(); r <= cells.bottom(); ++r)
+            for (int c = cells.left(); c <= cells.right(); ++c) g.at(r, c) = erasing_ ? 0.0f : float(brushStrength_);
+        rectMode_ = false;
+        applyStrength(g);
+        pushEdit(before_, erasing_ ? tr("Erase rectangle") : tr("Rectangle"));
+        update();
+        return;
+    }
+    pushEdit(before_, erasing_ ? tr("Erase stroke") : tr("Brush stroke"));
+}
+
+QRect PatchCanvas::rubberCells() const {
+    auto clampCell = [](qreal v, int n) { return std::clamp(int(std::floor(v)), 0, n - 1); };
+    const int c0 = clampCell(std::min(rectStart_.x(), rectEnd_.x()), strength_.cols);
+    const int c1 = clampCell(std::max(rectStart_.x(), rectEnd_.x()), strength_.cols);
+    const int r0 = clampCell(std::min(rectStart_.y(), rectEnd_.y()), strength_.rows);
+    const int r1 = clampCell(std::max(rectStart_.y(), rectEnd_.y()), strength_.rows);
+    return QRect(QPoint(c0, r0), QPoint(c1, r1));
+}
+
+// Marks every cell the brush touches along from→to with coverage strength·pressure, then derives
+// the map from the map before the stroke: a stroke never paints more than its strength however
+// often it passes over a cell.
+void PatchCanvas::dab(const QPointF& from, const QPointF& to, double pressure) {
+    const double radius = brushSize_ / 2.0;
+    const float amount = float(std::clamp(brushStrength_ * pressure, 0.0, 1.0));
+    bool touched = false;
+    auto cover = [&](int r, int c) {
+        if (!strength_.contains(r, c)) return;
+        float& cov = coverage_[r * strength_.cols + c];
+        if (amount > cov) {
+            cov = amount;
+            touched = true;
+        }
+    };
+    // Cells whose centre lies within the radius of the segment...
+    const int r0 = int(std::floor(std::min(from.y(), to.y()) - radius - 1)), r1 = int(std::ceil(std::max(from.y(), to.y()) + radius + 1));
+    const int c0 = int(std::floor(std::min(from.x(), to.x()) - radius - 1)), c1 = int(std::ceil(std::max(from.x(), to.x()) + radius + 1));
+    for (int r = std::max(0, r0); r <= std::min(strength_.rows - 1, r1); ++r)
+        for (int c = std::max(0, c0); c <= std::min(strength_.cols - 1, c1); ++c)
+            if (segmentDistance(QPointF(c + 0.5, r + 0.5), from, to) <= radius) cover(r, c);
+    // ...and always the cells the pointer itself passed through (a 1-cell brush paints its cell).
+    const qreal len = std::hypot(to.x() - from.x(), to.y() - from.y());
+    const int samples = std::max(1, int(std::ceil(len / 0.25)));
+    for (int i = 0; i <= samples; ++i) {
+        const QPointF p = from + (to - from) * (qreal(i) / samples);
+        if (p.x() >= 0 && p.y() >= 0) cover(int(p.y()), int(p.x()));
+    }
+    if (touched) recomputeFromCoverage();
+}
+
+void PatchCanvas::recomputeFromCoverage() {
+    StrengthGrid g = before_;
+    for (int i = 0; i < g.size(); ++i) {
+        const float cov = coverage_[i];
+        if (cov <= 0) continue;
+        g.values[i] = erasing_ ? g.values[i] * (1.0f - cov) : std::max(g.values[i], cov);
+        if (erasing_ && g.values[i] < 1e-6f) g.values[i] = 0.0f;
+    }
+    applyStrength(g);
+}
+
+// ---- input -------------------------------------------------------------------------------------
+
+void PatchCanvas::mousePressEvent(QMouseEvent* event) {
+    if (event->button() != Qt::LeftButton && event->button() != Qt::RightButton) return QWidget::mousePressEvent(event);
+    if (editing_) return;
+    beginEdit(event->position(), event->button() == Qt::RightButton, 1.0);
+    event->accept();
+}
+
+void PatchCanvas::mouseMoveEvent(QMouseEvent* event) {
+    hoverPos_ = event->position();
+    if (editing_) continueEdit(event->position(), 1.0);
+    const QPointF c = toCells(event->position());
+    const int row = int(std::floor(c.y())), col = int(std::floor(c.x()));
+    if (hasImage() && strength_.contains(row, col)) Q_EMIT hoverCell(row, col, strength_.at(row, col));
+    else Q_EMIT hoverCell(-1, -1, 0);
+    update();
+}
+
+void PatchCanvas::mouseReleaseEvent(QMouseEvent* event) {
+    if (!editing_) return QWidget::mouseReleaseEvent(event);
+    continueEdit(event->position(), 1.0);
+    endEdit();
+    event->accept();
+}
+
+void PatchCanvas::tabletEvent(QTabletEvent* event) {
+    const double pressure = event->pressure() > 0 ? event->pressure() : 1.0;
+    hoverPos_ = event->position();
+    switch (event->type()) {
+    case QEvent::TabletPress:
+        if (!editing_)
+            beginEdit(event->position(),
+                      event->pointerType() == QPointingDevice::PointerType::Eraser || event->button() == Qt::RightButton, pressure);
+        break;
+    case QEvent::TabletMove:
+        if (editing_) continueEdit(event->position(), pressure);
+        break;
+    case QEvent::TabletRelease:
+        if (editing_) {
+            continueEdit(event->position(), pressure);
+            endEdit();
+        }
+        break;
+    default: break;
+    }
+    update();
+    event->accept();   // no synthesized mouse events
+}
+
+void PatchCanvas::wheelEvent(QWheelEvent* event) {
+    if (!(event->modifiers() & Qt::ControlModifier)) return QWidget::wheelEvent(event);
+    setBrushSize(brushSize_ + (event->angleDelta().y() > 0 ? 1 : -1));
+    event->accept();
+}
+
+void PatchCanvas::leaveEvent(QEvent* event) {
+    hoverPos_ = QPointF(-1, -1);
+    Q_EMIT hoverCell(-1, -1, 0);
+    update();
+    QWidget::leaveEvent(event);
+}
+
+void PatchCanvas::dragEnterEvent(QDragEnterEvent* event) {
+    const QMimeData* m = event->mimeData();
+    bool ok = m->hasImage();
+    if (m->hasUrls())
+        for (const QUrl& url : m->urls()) ok = ok || (url.isLocalFile() && isImageFile(url.toLocalFile()));
+    if (ok) {
+        dragHover_ = true;
+        update();
+        event->acceptProposedAction();
+    }
+}
+
+void PatchCanvas::dragLeaveEvent(QDragLeaveEvent* event) {
+    dragHover_ = false;
+    update();
+    QWidget::dragLeaveEvent(event);
+}
+
+void PatchCanvas::dropEvent(QDropEvent* event) {
+    dragHover_ = false;
+    update();
+    const QMimeData* m = event->mimeData();
+    if (m->hasUrls()) {
+        for (const QUrl& url : m->urls())
+            if (url.isLocalFile()) {
+                Q_EMIT imageFileDropped(url.toLocalFile());
+                event->acceptProposedAction();
+                return;
+            }
+    }
+    if (m->hasImage()) {
+        Q_EMIT imageDropped(qvariant_cast<QImage>(m->imageData()));
+        event->acceptProposedAction();
+    }
+}
+
+// ---- painting ----------------------------------------------------------------------------------
+
+void PatchCanvas::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // The image is square: never take more height than width, so what lies below stays close.
+    const int cap = width();
+    if (maximumHeight() != cap) setMaximumHeight(cap);
+}
+
+void PatchCanvas::paintEmptyState(QPainter& p) {
+    const QRectF r = imageRect();
+    QPen dash(palette().color(QPalette::Mid), 1.5, Qt::DashLine);
+    p.setPen(dash);
+    p.setBrush(palette().color(QPalette::Base));
+    p.drawRoundedRect(r, 10, 10);
+    p.setPen(palette().color(QPalette::PlaceholderText));
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * 1.25);
+    f.setWeight(QFont::DemiBold);
+    p.setFont(f);
+    p.drawText(r.adjusted(20, 0, -20, -r.height() * 0.1), Qt::AlignCenter | Qt::TextWordWrap, tr("No image"));
+    p.setFont(font());
+    p.drawText(r.adjusted(24, r.height() * 0.12, -24, 0), Qt::AlignCenter | Qt::TextWordWrap,
+               tr("Drop an image here, paste one (Ctrl+V)\nor use File → Open Image… (Ctrl+O)"));
+}
+
+void PatchCanvas::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), palette().color(QPalette::Window).darker(104));
+    if (!hasImage()) {
+        p.setRenderHint(QPainter::Antialiasing);
+        paintEmptyState(p);
+        return;
+    }
+    const QRectF r = imageRect();
+    const qreal cw = r.width() / strength_.cols, ch = r.height() / strength_.rows;
+    auto cellRect = [&](int row, int col) { return QRectF(r.left() + col * cw, r.top() + row * ch, cw, ch); };
+
+    // Soft shadow, then the image as the model sees it.
+    p.setRenderHint(QPainter::Antialiasing);
+    for (int i = 1; i <= 4; ++i) {
+        p.setPen(Qt::NoPen);
+        p.setBrush(QColor(0, 0, 0, 14));
+        p.drawRoundedRect(r.adjusted(-i, -i + 1, i, i + 1), i, i);
+    }
+    p.setRenderHint(QPainter::SmoothPixmapTransform);
+    p.drawImage(r, image_);
+
+    // Painted strength.
+    p.setRenderHint(QPainter::Antialiasing, false);
+    p.setPen(Qt::NoPen);
+    for (int row = 0; row < strength_.rows; ++row)
+        for (int col = 0; col < strength_.cols; ++col) {
+            const float v = std::clamp(strength_.at(row, col), 0.0f, 1.0f);
+            if (v <= 0) continue;
+            QColor c = kPaint;
+            c.setAlphaF(0.18 + 0.42 * v);
+            p.fillRect(cellRect(row, col), c);
+        }
+
+    // Grid.
+    if (gridVisible_) {
+        QPen gp(QColor(120, 120, 120, 95), 0);
+        p.setPen(gp);
+        for (int i = 0; i <= strength_.cols; ++i) p.drawLine(QPointF(r.left() + i * cw, r.top()), QPointF(r.left() + i * cw, r.bottom()));
+        for (int i = 0; i <= strength_.rows; ++i) p.drawLine(QPointF(r.left(), r.top() + i * ch), QPointF(r.right(), r.top() + i * ch));
+    }
+
+    // Outline of the painted region.
+    QPen edge(kPaint.darker(115), 2);
+    edge.setCapStyle(Qt::SquareCap);
+    p.setPen(edge);
+    auto painted = [&](int row, int col) { return strength_.contains(row, col) && strength_.at(row, col) > 0; };
+    for (int row = 0; row < strength_.rows; ++row)
+        for (int col = 0; col < strength_.cols; ++col) {
+            if (!painted(row, col)) continue;
+            const QRectF c = cellRect(row, col);
+            if (!painted(row - 1, col)) p.drawLine(c.topLeft(), c.topRight());
+            if (!painted(row + 1, col)) p.drawLine(c.bottomLeft(), c.bottomRight());
+            if (!painted(row, col - 1)) p.drawLine(c.topLeft(), c.bottomLeft());
+            if (!painted(row, col + 1)) p.drawLine(c.topRight(), c.bottomRight());
+        }
+
+    p.setRenderHint(QPainter::Antialiasing);
+    // Rectangle being dragged.
+    if (editing_ && rectMode_) {
+        const QRect cells = rubberCells();
+        const QRectF box = cellRect(cells.top(), cells.left()).united(cellRect(cells.bottom(), cells.right()));
+        QColor fill = erasing_ ? QColor(255, 255, 255, 90) : kPaint;
+        if (!erasing_) fill.setAlphaF(0.35);
+        p.setBrush(fill);
+        QPen dash(erasing_ ? QColor(60, 60, 60) : kPaint.darker(130), 1.5, Qt::DashLine);
+        p.setPen(dash);
+        p.drawRect(box);
+    }
+
+    // Cell picked on a heatmap.
+    if (highlightRow_ >= 0) {
+        const QRectF c = cellRect(highlightRow_, highlightCol_).adjusted(-1.5, -1.5, 1.5, 1.5);
+        p.setBrush(Qt::NoBrush);
+        p.setPen(QPen(Qt::white, 4));
+        p.drawRect(c);
+        p.setPen(QPen(kHighlight, 2.2));
+        p.drawRect(c);
+        const QString label = tr("row %1, col %2").arg(highlightRow_).arg(highlightCol_);
+        QFont f = font();
+        f.setPointSizeF(f.pointSizeF() * 0.9);
+        p.setFont(f);
+        const QRectF textBox = QFontMetricsF(f).boundingRect(label).adjusted(-6, -3, 6, 3);
+        QRectF tag(QPointF(c.left(), c.top() - textBox.height() - 4), textBox.size());
+        if (tag.top() < r.top()) tag.moveTop(c.bottom() + 4);
+        if (tag.right() > r.right()) tag.moveRight(r.right());
+        p.setPen(Qt::NoPen);
+        p.setBrush(kHighlight.darker(125));
+        p.drawRoundedRect(tag, 4, 4);
+        p.setPen(Qt::white);
+        p.drawText(tag, Qt::AlignCenter, label);
+    }
+
+    // Brush outline under the pointer.
+    if (hoverPos_.x() >= 0 && r.contains(hoverPos_) && tool_ != Tool::Rectangle) {
+        const qreal radius = brushSize_ / 2.0 * cw;
+        p.setBrush(Qt::NoBrush);
+        p.setPen(QPen(QColor(0, 0, 0, 150), 2.5));
+        p.drawEllipse(hoverPos_, radius, radius);
+        p.setPen(QPen(tool_ == Tool::Eraser ? QColor(255, 255, 255) : kPaint.lighter(130), 1.2));
+        p.drawEllipse(hoverPos_, radius, radius);
+    }
+
+    if (dragHover_) {
+        p.setPen(QPen(palette().color(QPalette::Highlight), 3));
+        p.setBrush(Qt::NoBrush);
+        p.drawRoundedRect(QRectF(rect()).adjusted(2, 2, -2, -2), 6, 6);
+    }
+}
+
+} // namespace kvsteer::ui

@@ -1,0 +1,122 @@
+#pragma once
+// PatchCanvas: the image exactly as the model sees it (the resized, center-cropped square), the
+// visual-token grid over it, and the painted steering strength as a translucent overlay.
+//
+// The strength map is the plan's map: cell (r, c) of strength() is what the Worker puts in
+// SteeringPlan::strength for visual token r * cols + c. Brush (with tablet pressure), eraser and
+// rectangle tools, fill / clear / invert; every edit is one QUndoCommand on the shared stack.
+// Right-dragging erases with any tool. Images can be dropped on the canvas.
+#include "StrengthGrid.h"
+
+#include <QImage>
+#include <QPointer>
+#include <QWidget>
+
+class QUndoStack;
+
+namespace kvsteer::ui {
+
+class PatchCanvas : public QWidget {
+    Q_OBJECT
+public:
+    enum class Tool { Brush, Eraser, Rectangle };
+    Q_ENUM(Tool)
+
+    explicit PatchCanvas(QUndoStack* undoStack, QWidget* parent = nullptr);
+
+    // ---- image ----
+    void setImage(const QImage& crop, const QString& name);
+    void clearImage();
+    bool hasImage() const { return !image_.isNull(); }
+    const QImage& image() const { return image_; }
+    QString imageName() const { return imageName_; }
+
+    // ---- grid and map ----
+    void setGridSize(int rows, int cols);   // a different size clears the map (and the undo history)
+    const StrengthGrid& strength() const { return strength_; }
+    // Replaces the map as one undoable edit named `undoText`.
+    void setStrength(const StrengthGrid& grid, const QString& undoText);
+    // Sets the map without touching the undo stack (used by the undo commands themselves).
+    void applyStrength(const StrengthGrid& grid);
+
+    // ---- tools ----
+    Tool tool() const { return tool_; }
+    double brushSize() const { return brushSize_; }          // diameter in cells
+    double brushStrength() const { return brushStrength_; }  // 0..1
+    bool gridVisible() const { return gridVisible_; }
+
+    // ---- geometry (widget coordinates) ----
+    QRectF imageRect() const;
+    QPointF cellCenter(int row, int col) const;
+    QSize sizeHint() const override { return {420, 420}; }
+    QSize minimumSizeHint() const override { return {200, 200}; }
+
+public Q_SLOTS:
+    void setTool(kvsteer::ui::PatchCanvas::Tool tool);
+    void setBrushSize(double cells);
+    void setBrushStrength(double strength);
+    void setGridVisible(bool visible);
+    void fillAll();
+    void clearAll();
+    void invert();
+    void highlightCell(int row, int col);   // -1, -1 clears the highlight
+
+Q_SIGNALS:
+    void strengthChanged(const kvsteer::ui::StrengthGrid& grid);   // every change, live during strokes
+    void editFinished();                                            // a stroke / rectangle / command ended
+    void hoverCell(int row, int col, float value);                  // -1, -1 when the pointer leaves
+    void imageFileDropped(const QString& path);
+    void imageDropped(const QImage& image);
+    void toolChanged(kvsteer::ui::PatchCanvas::Tool tool);
+    void brushSizeChanged(double cells);
+    void brushStrengthChanged(double strength);
+    void gridVisibleChanged(bool visible);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void tabletEvent(QTabletEvent* event) override;
+    void wheelEvent(QWheelEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dragLeaveEvent(QDragLeaveEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    QPointF toCells(const QPointF& widgetPos) const;   // continuous (x = col, y = row) in cell units
+    void beginEdit(const QPointF& pos, bool erase, double pressure);
+    void continueEdit(const QPointF& pos, double pressure);
+    void endEdit();
+    void dab(const QPointF& from, const QPointF& to, double pressure);
+    void recomputeFromCoverage();
+    QRect rubberCells() const;                          // inclusive cell rectangle of a rectangle drag
+    void pushEdit(const StrengthGrid& before, const QString& text);
+    void paintEmptyState(QPainter& p);
+
+    QPointer<QUndoStack> undo_;
+    QImage image_;
+    QString imageName_;
+    StrengthGrid strength_;
+
+    Tool tool_ = Tool::Brush;
+    double brushSize_ = 3.0;
+    double brushStrength_ = 1.0;
+    bool gridVisible_ = true;
+
+    // The edit in progress.
+    bool editing_ = false;
+    bool erasing_ = false;
+    bool rectMode_ = false;
+    StrengthGrid before_;
+    QVector<float> coverage_;
+    QPointF lastCellPos_, rectStart_, rectEnd_;
+
+    QPointF hoverPos_{-1, -1};
+    int highlightRow_ = -1, highlightCol_ = -1;
+    bool dragHover_ = false;
+};
+
+} // namespace kvsteer::ui

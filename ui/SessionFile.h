@@ -1,0 +1,61 @@
+#pragma once
+// A studio session in one file (.kvsession): the image (original file bytes), the prompt, the
+// decoding settings, the painted map, the plan settings, the vector recipe inputs, the steering
+// vectors (the core's safetensors file, embedded), the two answers with their top-5s, and the
+// heatmap view. JSON, binary parts base64-encoded; written atomically with QSaveFile. The same
+// format is the crash-recovery file.
+#include "StudioTypes.h"
+
+#include <QByteArray>
+#include <QString>
+
+namespace kvsteer::ui {
+
+struct StudioSession {
+    QString modelDirectory;
+    QString modelName;
+    QString modelConfigHash;
+
+    QByteArray imageBytes;            // the image file as opened (empty: none)
+    QString imageName;
+
+    QString prompt;
+    GenerationSettings generation;
+    StrengthGrid strength;
+    PlanSettings plan;
+
+    // Vector recipe inputs.
+    VectorSource source = VectorSource::SecondImage;
+    QString targetImagePath;
+    QByteArray targetImageBytes;
+    QVector<TextPairItem> textPairs;
+    bool preRope = false;
+    bool perPosition = false;
+    bool pca = false;
+
+    QByteArray vectorsBlob;           // the vector file (safetensors); empty: none
+    QString vectorsOrigin;
+
+    QVector<StreamToken> unsteered;   // the answers shown when saved
+    QVector<StreamToken> steered;
+
+    HeatmapSettings heatmap;
+    int heatmapLayer = 0;
+    bool live = true;
+};
+
+class SessionFile {
+public:
+    static constexpr int kVersion = 1;
+    static QString suffix() { return QStringLiteral("kvsession"); }
+
+    static QByteArray toJson(const StudioSession& s);
+    // Throws nothing; returns false with a readable message in *error.
+    static bool fromJson(const QByteArray& json, StudioSession* out, QString* error);
+
+    // Atomic (QSaveFile): the old file stays intact if anything fails.
+    static bool save(const QString& path, const StudioSession& s, QString* error);
+    static bool load(const QString& path, StudioSession* out, QString* error);
+};
+
+} // namespace kvsteer::ui

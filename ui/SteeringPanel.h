@@ -1,0 +1,110 @@
+#pragma once
+// SteeringPanel: where the steering vectors come from (a second image, the painted region, text
+// pairs, or a file), and the plan's settings — operator, edit-only vs propagate, c_k and c_v,
+// layer range, KV-head mask. Export / import of vector files and export of the mask as PNG.
+// The panel holds settings only; the Worker computes, loads and saves.
+#include "StudioTypes.h"
+
+#include <QWidget>
+
+class QButtonGroup;
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QGridLayout;
+class QGroupBox;
+class QLabel;
+class QPushButton;
+class QRadioButton;
+class QSpinBox;
+class QStackedWidget;
+class QTableWidget;
+class QToolButton;
+
+namespace kvsteer::ui {
+
+class SteeringPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit SteeringPanel(QWidget* parent = nullptr);
+
+    void setModel(int layers, int kvHeads);
+    PlanSettings planSettings() const;
+    void setPlanSettings(const PlanSettings& s);   // emits planChanged once
+
+    // Recipe inputs (what "Compute vectors" uses).
+    VectorSource source() const;
+    void setSource(VectorSource s);
+    RecipeRequest recipe() const;                 // prompt and region are filled in by the caller
+    void setTargetImage(const QString& path, const QByteArray& bytes);
+    QString targetImagePath() const { return targetPath_; }
+    QVector<TextPairItem> textPairs() const;
+    void setTextPairs(const QVector<TextPairItem>& pairs);
+    bool preRope() const;
+    void setRecipeOptions(bool preRope, bool perPosition, bool pca);
+
+    void setVectorsInfo(const VectorsInfo& info);   // invalid info = none
+    const VectorsInfo& vectorsInfo() const { return vectors_; }
+    void applySuggestions(const VectorsInfo& info); // operator / c_k / c_v / layers stored in a file
+    void setPaintedCells(int cells, int total);
+    void setBusy(bool busy);
+
+Q_SIGNALS:
+    void planChanged(const kvsteer::ui::PlanSettings& settings);
+    void computeRequested(const kvsteer::ui::RecipeRequest& partial);
+    void chooseTargetImageRequested();
+    void importVectorsRequested();
+    void exportVectorsRequested();
+    void clearVectorsRequested();
+    void exportMaskRequested();
+    void importMaskRequested();
+    void loadTextPairsRequested();
+
+private:
+    QWidget* buildVectorsGroup();
+    QWidget* buildPlanGroup();
+    QWidget* buildMaskGroup();
+    void emitPlan();
+    void updateOperatorUi();
+    void rebuildHeads(int kvHeads);
+
+    // vectors
+    QComboBox* source_ = nullptr;
+    QStackedWidget* pages_ = nullptr;
+    QLabel* targetLabel_ = nullptr;
+    QLabel* targetThumb_ = nullptr;
+    QTableWidget* pairs_ = nullptr;
+    QComboBox* keySpace_ = nullptr;
+    QCheckBox* perPosition_ = nullptr;
+    QCheckBox* pca_ = nullptr;
+    QPushButton* compute_ = nullptr;
+    QLabel* vectorsStatus_ = nullptr;
+    QToolButton* export_ = nullptr;
+    QToolButton* import_ = nullptr;
+    QToolButton* clearVectors_ = nullptr;
+    // plan
+    QComboBox* op_ = nullptr;
+    QLabel* opHelp_ = nullptr;
+    QComboBox* ablateTarget_ = nullptr;
+    QLabel* ablateLabel_ = nullptr;
+    QRadioButton* editOnly_ = nullptr;
+    QRadioButton* propagate_ = nullptr;
+    QDoubleSpinBox* ck_ = nullptr;
+    QDoubleSpinBox* cv_ = nullptr;
+    QSpinBox* layerFrom_ = nullptr;
+    QSpinBox* layerTo_ = nullptr;
+    QWidget* headsBox_ = nullptr;
+    QGridLayout* headsGrid_ = nullptr;
+    QVector<QCheckBox*> heads_;
+    // mask
+    QLabel* maskStatus_ = nullptr;
+
+    QString targetPath_;
+    QByteArray targetBytes_;
+    VectorsInfo vectors_;
+    int layers_ = 0;
+    bool quiet_ = false;   // no planChanged while setting several fields
+    bool busy_ = false;
+};
+
+} // namespace kvsteer::ui

@@ -1,0 +1,238 @@
+#pragma once
+// Plain data that crosses the thread boundary between the UI and the Worker. Nothing here
+// knows about tensors: token ids, strings, floats in QVectors, QImages. Every struct is a
+// registered metatype so it can travel through queued signals.
+#include "StrengthGrid.h"
+
+#include <QByteArray>
+#include <QImage>
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+namespace kvsteer::ui {
+
+// ---- model -------------------------------------------------------------------------------
+
+struct LoadSettings {
+    QString device = QStringLiteral("cpu");   // cpu | cuda | cuda:N
+    QString dtype = QStringLiteral("f32");    // f32 | f16 | bf16
+    int threads = 0;                           // 0 = all cores
+};
+
+struct ModelInfo {
+    QString directory;
+    QString name;
+    QString dtype;
+    QString device;
+    QString configHash;
+    int threads = 0;
+    int layers = 0;
+    int heads = 0;
+    int kvHeads = 0;
+    int headDim = 0;
+    int hidden = 0;
+    int gridRows = 24;
+    int gridCols = 24;
+    int cropWidth = 336;
+    int cropHeight = 336;
+    qint64 parameters = 0;
+    qint64 vocab = 0;
+    double loadMs = 0;
+    bool valid() const { return layers > 0; }
+};
+
+// ---- image -------------------------------------------------------------------------------
+
+struct ImageInfo {
+    quint64 id = 0;
+    QString name;            // file name or "pasted image"
+    QImage crop;             // what the model sees: resized + center-cropped, RGB888
+    int originalWidth = 0;
+    int originalHeight = 0;
+};
+
+// ---- steering plan -----------------------------------------------------------------------
+
+// Operators by their core names: add | norm | prerope | scale | spotlight | ablate.
+struct PlanSettings {
+    QString op = QStringLiteral("add");
+    bool propagate = false;                        // edit-only (false) or propagate
+    QString ablateTarget = QStringLiteral("mean"); // mean | zero
+    double ck = 1.0;
+    double cv = 1.0;
+    int layerFrom = 0;
+    int layerTo = -1;                              // -1: the last layer
+    QVector<int> heads;                            // KV heads; empty = all
+
+    bool operator==(const PlanSettings& o) const {
+        return op == o.op && propagate == o.propagate && ablateTarget == o.ablateTarget && ck == o.ck && cv == o.cv &&
+               layerFrom == o.layerFrom && layerTo == o.layerTo && heads == o.heads;
+    }
+    bool operator!=(const PlanSettings& o) const { return !(*this == o); }
+};
+
+inline bool operatorNeedsVectorsName(const QString& op) {
+    return op == QLatin1String("add") || op == QLatin1String("norm") || op == QLatin1String("prerope");
+}
+
+// ---- generation --------------------------------------------------------------------------
+
+struct GenerationSettings {
+    int maxNewTokens = 32;
+    bool sample = false;          // false = greedy
+    double temperature = 0.7;
+    double topP = 0.9;
+    int topK = 0;
+    quint64 seed = 0;
+    bool stopAtEos = true;        // false: keep generating past the end of the answer
+
+    bool operator==(const GenerationSettings& o) const {
+        return maxNewTokens == o.maxNewTokens && sample == o.sample && temperature == o.temperature && topP == o.topP &&
+               topK == o.topK && seed == o.seed && stopAtEos == o.stopAtEos;
+    }
+};
+
+// ---- heatmaps ----------------------------------------------------------------------------
+
+// Same order as kvsteer::HeatMetric.
+enum class Metric { KeyNorm = 0, ValueNorm, KeyDelta, ValueDelta, ValueCosine, Attention };
+constexpr int kMetricCount = 6;
+QString metricTitle(Metric m);        // "‖K‖", "‖V‖", "‖ΔK‖", ...
+QString metricDescription(Metric m);  // one sentence for tooltips
+
+struct HeatmapSettings {
+    Metric metric = Metric::Attention;
+    int head = -1;                    // KV head, -1 = mean over heads
+    bool steeredRow = true;           // which stream's cache / attention
+};
+
+struct HeatmapData {
+    quint64 runId = 0;
+    Metric metric = Metric::Attention;
+    int head = -1;
+    bool steeredRow = true;
+    int step = -1;                    // decoding step of an attention map (-1: cache statistic)
+    QString token;                    // the token whose attention this is
+    int layers = 0;
+    int rows = 0;
+    int cols = 0;
+    QVector<float> values;            // [layers][rows][cols]
+    bool valid() const { return layers > 0 && values.size() == layers * rows * cols; }
+    float at(int layer, int r, int c) const { return values[(layer * rows + r) * cols + c]; }
+};
+
+// ---- runs --------------------------------------------------------------------------------
+
+struct RunRequest {
+    quint64 id = 0;
+    QString prompt;
+    StrengthGrid strength;
+    PlanSettings plan;
+    GenerationSettings generation;
+    HeatmapSettings heatmap;
+};
+
+struct Alternative {
+    qint64 id = -1;
+    QString text;
+    float probability = 0;
+};
+
+struct StreamToken {
+    qint64 id = -1;                   // -1: this stream had already finished
+    QString text;                     // decoded text this token completed (may be empty)
+    bool eos = false;
+    QVector<Alternative> top;         // top-5 of the distribution it was chosen from
+    bool valid() const { return id >= 0; }
+};
+
+struct TokenPair {
+    quint64 runId = 0;
+    int step = 0;
+    StreamToken unsteered;
+    StreamToken steered;
+};
+
+struct RunStarted {
+    quint64 runId = 0;
+    bool prefilled = false;           // this run had to prefill (new image / prompt / model)
+    int promptTokens = 0;
+    double prefillMs = 0;
+    double editMs = 0;
+    StrengthGrid appliedStrength;     // the map the plan was built with, read back from the tensor
+    QVector<int> appliedLayers;
+    QString note;                     // e.g. "no steering vectors yet"
+};
+
+struct RunFinished {
+    quint64 runId = 0;
+    bool cancelled = false;
+    int steps = 0;
+    double decodeMs = 0;
+    QString unsteeredText;
+    QString steeredText;
+};
+
+// ---- steering vectors ---------------------------------------------------------------------
+
+enum class VectorSource { SecondImage = 0, PaintedRegion, TextPairs, File };
+
+struct TextPairItem {
+    QString positive;
+    QString negative;
+};
+
+struct RecipeRequest {
+    VectorSource source = VectorSource::SecondImage;
+    QString prompt;                   // the question the image recipes prefill with
+    QByteArray targetImage;           // SecondImage: encoded file bytes of the image to steer toward
+    QString targetName;
+    StrengthGrid region;              // PaintedRegion
+    QVector<TextPairItem> pairs;      // TextPairs
+    QString filePath;                 // File
+    bool preRope = false;
+    bool perPosition = false;
+    bool pca = false;
+};
+
+// What the studio knows about the vectors the Worker holds. `blob` is the whole vector file
+// (safetensors, the core's format); sessions embed it and hand it back to the Worker.
+struct VectorsInfo {
+    QByteArray blob;
+    QString recipe;                   // image-pair | region | text-pairs | imported
+    QString origin;                   // human-readable: which files / pairs
+    QString keySpace;                 // post-rope | pre-rope
+    bool perPosition = false;
+    int layersWithVectors = 0;
+    QString modelName;
+    // Suggestions stored in a file (imported files only).
+    QString suggestedOperator;
+    QVector<double> suggestedCk, suggestedCv;
+    QVector<int> suggestedLayers;
+    StrengthGrid mask;                // the recipe's region, if the file has one
+    bool hasMask = false;
+    bool fromFile = false;            // imported (suggestions may be applied)
+    bool valid() const { return !blob.isEmpty(); }
+    QString summary() const;          // one line for the panel
+};
+
+// Registers every type above for queued connections (call once, before the Worker starts).
+void registerStudioTypes();
+
+} // namespace kvsteer::ui
+
+Q_DECLARE_METATYPE(kvsteer::ui::LoadSettings)
+Q_DECLARE_METATYPE(kvsteer::ui::ModelInfo)
+Q_DECLARE_METATYPE(kvsteer::ui::ImageInfo)
+Q_DECLARE_METATYPE(kvsteer::ui::PlanSettings)
+Q_DECLARE_METATYPE(kvsteer::ui::GenerationSettings)
+Q_DECLARE_METATYPE(kvsteer::ui::HeatmapSettings)
+Q_DECLARE_METATYPE(kvsteer::ui::HeatmapData)
+Q_DECLARE_METATYPE(kvsteer::ui::RunRequest)
+Q_DECLARE_METATYPE(kvsteer::ui::TokenPair)
+Q_DECLARE_METATYPE(kvsteer::ui::RunStarted)
+Q_DECLARE_METATYPE(kvsteer::ui::RunFinished)
+Q_DECLARE_METATYPE(kvsteer::ui::RecipeRequest)
+Q_DECLARE_METATYPE(kvsteer::ui::VectorsInfo)

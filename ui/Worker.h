@@ -1,0 +1,72 @@
+#pragma once
+// Worker: the studio's only contact with the core. A QObject moved to its own QThread; it owns
+// the model, the prefilled Session (the pristine snapshot), the steering vectors and the last
+// steered cache. The UI talks to it only through queued slots and listens to its signals;
+// nothing that crosses over holds a tensor.
+//
+// Runs: prefill happens once per (model, image, prompt); every later run only applies the plan
+// to a clone of the kept snapshot and decodes the two streams side by side. A run is cancelled
+// by cancelRunsBefore() (thread-safe, callable from the UI thread): the decode loop sees it
+// between two steps, so a cancelled run stops within one decode step.
+//
+// This header is plain Qt; Worker.cpp includes the core (and libtorch) before any Qt header.
+#include "StudioTypes.h"
+
+#include <QObject>
+
+#include <memory>
+
+namespace kvsteer::ui {
+
+class Worker : public QObject {
+    Q_OBJECT
+public:
+    explicit Worker(QObject* parent = nullptr);
+    ~Worker() override;
+
+    // Thread-safe. Every run whose id is below `id` stops at its next decode step (or does not
+    // start at all if it is still queued).
+    void cancelRunsBefore(quint64 id);
+    // Thread-safe. Decode steps completed by the run in progress (or the last run).
+    int stepsCompleted() const;
+    // Thread-safe. What heatmaps the running decode should stream (picked up at the next step).
+    void setHeatmapSettings(const kvsteer::ui::HeatmapSettings& settings);
+
+public Q_SLOTS:
+    void loadModel(const QString& directory, const kvsteer::ui::LoadSettings& settings);
+    void setImage(quint64 id, const QByteArray& bytes, const QString& name);
+    void run(const kvsteer::ui::RunRequest& request);
+    void requestHeatmap();
+    void computeVectors(const kvsteer::ui::RecipeRequest& request);
+    void importVectors(const QString& path);
+    void setVectorsBlob(const QByteArray& blob, const QString& origin);   // e.g. from a session file
+    void clearVectors();
+    void exportVectors(const QString& path, const kvsteer::ui::PlanSettings& plan, const kvsteer::ui::StrengthGrid& strength);
+    void exportMask(const QString& path, const kvsteer::ui::StrengthGrid& strength);
+    void loadMask(const QString& spec);
+
+Q_SIGNALS:
+    void progress(const QString& stage, int value, int maximum);   // maximum 0: busy, no fraction
+    void idle();
+    void modelLoaded(const kvsteer::ui::ModelInfo& info);
+    void modelFailed(const QString& directory, const QString& message);
+    void imageReady(const kvsteer::ui::ImageInfo& image);
+    void imageFailed(const QString& name, const QString& message);
+    void runStarted(const kvsteer::ui::RunStarted& info);
+    void tokenPair(const kvsteer::ui::TokenPair& pair);
+    void runFinished(const kvsteer::ui::RunFinished& info);
+    void runFailed(quint64 runId, const QString& message);
+    void heatmapReady(const kvsteer::ui::HeatmapData& data);
+    void vectorsReady(const kvsteer::ui::VectorsInfo& info);
+    void vectorsCleared();
+    void vectorsExported(const QString& path);
+    void maskExported(const QString& path);
+    void maskLoaded(const kvsteer::ui::StrengthGrid& grid, const QString& spec);
+    void failed(const QString& title, const QString& message);
+
+private:
+    struct State;
+    std::unique_ptr<State> d;
+};
+
+} // namespace kvsteer::ui
