@@ -113,6 +113,7 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     stream_->addItem(tr("Unsteered"), false);
     stream_->setToolTip(tr("Which stream's cache (or attention) to show; ‖ΔK‖ and ‖ΔV‖ always compare the two"));
     perLayerRange_ = new QCheckBox(tr("Range per layer"), this);
+    perLayerRange_->setChecked(perLayer_[int(Metric::Attention)]);
     perLayerRange_->setToolTip(tr("Scale each layer's colours to its own minimum and maximum instead of one range for all layers"));
     auto* save = new QToolButton(this);
     save->setIcon(icons::get(icons::Id::SavePlot));
@@ -244,6 +245,10 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     connect(redraw_, &QTimer::timeout, this, &HeatmapPanel::applyData);
 
     auto emitSettings = [this] {
+        {
+            const QSignalBlocker block(perLayerRange_);
+            perLayerRange_->setChecked(perLayer_.value(metric_->currentData().toInt()));
+        }
         if (blockSignals_) return;
         stream_->setEnabled(metric_->currentData().toInt() != int(Metric::KeyDelta) &&
                             metric_->currentData().toInt() != int(Metric::ValueDelta));
@@ -252,7 +257,8 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     connect(metric_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
     connect(head_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
     connect(stream_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
-    connect(perLayerRange_, &QCheckBox::toggled, this, [this] {
+    connect(perLayerRange_, &QCheckBox::toggled, this, [this](bool on) {
+        perLayer_[metric_->currentData().toInt()] = on;
         pending_ = true;
         applyData();
     });
@@ -297,6 +303,7 @@ void HeatmapPanel::setSettings(const HeatmapSettings& s) {
     const int h = head_->findData(s.head);
     head_->setCurrentIndex(h >= 0 ? h : 0);
     stream_->setCurrentIndex(s.steeredRow ? 0 : 1);
+    stream_->setEnabled(s.metric != Metric::KeyDelta && s.metric != Metric::ValueDelta);
     blockSignals_ = false;
     Q_EMIT settingsChanged(settings());
 }
@@ -427,7 +434,7 @@ void HeatmapPanel::applyData() {
                 lhi = std::max(lhi, v);
             }
         map->setGradient(gradient);
-        map->setDataRange(perLayerRange_->isChecked() ? rangeFor(llo, lhi) : rangeFor(lo, hi));
+        map->setDataRange(perLayer_.value(int(data_.metric)) ? rangeFor(llo, lhi) : rangeFor(lo, hi));
     }
     refreshDetail();
     updateCaption();

@@ -92,6 +92,9 @@ private:
     bool pending_ = false;
     int layers_ = 0;
     int columns_ = 0;
+    // "Range per layer", remembered per metric: on for attention (one hot spot would darken the
+    // other layers), off for the cache statistics (their layers compare on one scale).
+    QVector<bool> perLayer_ = {false, false, false, false, false, true};
     int kvHeads_ = 0;
     int selected_ = 0;
     int updates_ = 0;

@@ -833,6 +833,7 @@ void MainWindow::openImageFile(const QString& path) {
 }
 
 void MainWindow::openImageData(const QByteArray& bytes, const QString& name) {
+    stop();   // the answers being decoded belong to the old image
     const quint64 id = ++imageId_;
     pendingImageBytes_ = bytes;
     pendingImageName_ = name;
