@@ -23,7 +23,7 @@ const char* kDemoUsage = R"(  train-demo   --out DIR --tokenizer-dir DIR [--minu
                [--threads N] [--validate-every N] [--curriculum A,B,C] [--dtype f32|f16]
   eval-demo    [--model DIR] [--n N] [--seed S] [--max-new-tokens N] [--threads N] [--json] [--show-failures K]
   demo-corpus  --out FILE [--scenes N] [--seed S]       (the text spm_train learns the demo tokenizer from)
-  demo-images  --out DIR                                (a few ShapeWorld PNGs, e.g. the red/blue circle pair)
+  demo-images  --out DIR [--pair-seed S --pair-index N] (a few ShapeWorld PNGs, e.g. the red/blue circle pair)
 )";
 
 namespace {
@@ -147,9 +147,11 @@ int commandDemoCorpus(int argc, char** argv) {
 }
 
 int commandDemoImages(int argc, char** argv) {
-    CommandLine cl({"out"}, {});
+    CommandLine cl({"out", "pair-seed", "pair-index"}, {});
     cl.parse(argc, argv, 2);
     if (!cl.has("out")) throw UsageError("demo-images needs --out DIR");
+    // Which steering scene becomes red_circle.png / blue_circle.png: steerSceneId(seed, index).
+    const uint64_t pairSeed = cl.getU64("pair-seed", 0), pairIndex = cl.getU64("pair-index", 0);
     const fs::path dir(cl.get("out"));
     fs::create_directories(dir);
     nlohmann::ordered_json index = nlohmann::ordered_json::array();
@@ -169,7 +171,7 @@ int commandDemoImages(int argc, char** argv) {
         index.push_back(e);
     };
     // The steering pair: one scene, its circle red and blue; the circle's 24x24 grid mask.
-    const ColorPair pair = makeColorPair(steerSceneId(0, 0));
+    const ColorPair pair = makeColorPair(steerSceneId(pairSeed, pairIndex));
     const GridBox box = gridBox(pair.sceneFrom.shapes[size_t(pair.shapeIndex)]);
     const nlohmann::ordered_json circle = {{"circle_grid_box", {{"row0", box.row0}, {"row1", box.row1}, {"col0", box.col0}, {"col1", box.col1}}},
                                            {"circle_mask", maskRows(pair.mask)}};

@@ -146,7 +146,7 @@ Parameters initParameters(const ModelConfig& c, uint64_t seed) {
             const int layer = std::stoi(n.substr(layerPrefix.size()));
             if (layer >= used) trainable = false;
         }
-        if (n == kV + "embeddings.position_embedding.weight") t = sincosPositions(c.vision.gridSize(), c.vision.hiddenSize);
+        if (n == kV + "embeddings.position_embedding.weight") t = sincosPositions(c.vision.gridSize(), c.vision.hiddenSize) * (std::getenv("KVSTEER_POS_SCALE") ? std::atof(std::getenv("KVSTEER_POS_SCALE")) : 1.0);
         if (trainable) {
             t.set_requires_grad(true);
             const bool noDecay = t.dim() < 2 || n.find("embedding") != std::string::npos || n.find("embed_tokens") != std::string::npos;
