@@ -21,6 +21,7 @@ using namespace kvsteer::demo;
 
 const char* kDemoUsage = R"(  train-demo   --out DIR --tokenizer-dir DIR [--minutes M] [--steps N] [--seed S] [--batch B] [--lr X]
                [--threads N] [--validate-every N] [--curriculum A,B,C] [--dtype f32|f16]
+               [--vision-steps N] [--vision-lr X] [--vision-fraction F] [--sizes 9 ints] [--types LIST]
   eval-demo    [--model DIR] [--n N] [--seed S] [--max-new-tokens N] [--threads N] [--json] [--show-failures K]
   demo-corpus  --out FILE [--scenes N] [--seed S]       (the text spm_train learns the demo tokenizer from)
   demo-images  --out DIR [--pair-seed S --pair-index N] (a few ShapeWorld PNGs, e.g. the red/blue circle pair)
@@ -54,7 +55,7 @@ void parseCurriculum(const std::string& text, DemoTrainOptions& o) {
 
 int commandTrainDemo(int argc, char** argv) {
     CommandLine cl({"out", "tokenizer-dir", "minutes", "steps", "seed", "batch", "lr", "threads", "validate-every", "curriculum",
-                    "dtype", "log-every", "types"},
+                    "dtype", "log-every", "types", "vision-steps", "vision-lr", "vision-fraction", "sizes"},
                    {});
     cl.parse(argc, argv, 2);
     if (!cl.has("out") || !cl.has("tokenizer-dir")) throw UsageError("train-demo needs --out DIR and --tokenizer-dir DIR");
@@ -74,6 +75,24 @@ int commandTrainDemo(int argc, char** argv) {
     o.dtype = cl.get("dtype", "f32");
     if (cl.has("curriculum")) parseCurriculum(cl.get("curriculum"), o);
     o.questionTypes = cl.get("types", "");
+    o.visionPretrainSteps = cl.getInt("vision-steps", static_cast<int>(o.visionPretrainSteps));
+    o.visionPretrainLr = cl.getDouble("vision-lr", o.visionPretrainLr);
+    o.visionPretrainFraction = cl.getDouble("vision-fraction", o.visionPretrainFraction);
+    if (cl.has("sizes")) {
+        // vision hidden,layers,heads,mlp,text hidden,layers,heads,kv heads,mlp
+        int v[9];
+        if (std::sscanf(cl.get("sizes").c_str(), "%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 9)
+            throw UsageError("option --sizes: expected 9 integers: vision hidden,layers,heads,mlp,text hidden,layers,heads,kv heads,mlp");
+        o.sizes.visionHidden = v[0];
+        o.sizes.visionLayers = v[1];
+        o.sizes.visionHeads = v[2];
+        o.sizes.visionMlp = v[3];
+        o.sizes.textHidden = v[4];
+        o.sizes.textLayers = v[5];
+        o.sizes.textHeads = v[6];
+        o.sizes.textKvHeads = v[7];
+        o.sizes.textMlp = v[8];
+    }
     const DemoTrainResult r = trainDemoModel(o);
     std::printf("steps %lld  images %lld  seconds %.0f  final_loss %.4f  validation %.3f\n", static_cast<long long>(r.steps),
                 static_cast<long long>(r.images), r.seconds, r.finalLoss, r.validationAccuracy);

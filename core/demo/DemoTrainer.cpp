@@ -27,6 +27,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -100,23 +101,68 @@ struct Parameters {
     }
 };
 
-// CLIP's learned position embedding starts as a 2D sine/cosine table (half the channels encode
-// the row, half the column; the CLS row is zero), so where a patch is, is known from step one.
-Tensor sincosPositions(int grid, int dim) {
+// The 2D sine/cosine table CLIP's learned position embedding starts from, in the last quarter of
+// the channels: half of them encode the row, half the column; centred over the grid; the CLS row
+// is zero.
+int positionChannels(int dim) { return dim / 4; }
+
+Tensor sincosPositions(int grid, int dim, double amplitude) {
+    const int pc = positionChannels(dim), half = pc / 2, first = dim - pc;
     std::vector<float> table(static_cast<size_t>(grid * grid + 1) * dim, 0.0f);
-    const int quarter = dim / 4;
     for (int r = 0; r < grid; ++r)
         for (int c = 0; c < grid; ++c) {
-            float* row = &table[static_cast<size_t>(1 + r * grid + c) * dim];
-            for (int i = 0; i < quarter; ++i) {
-                const double freq = 1.0 / std::pow(100.0, double(i) / quarter);
-                row[i] = float(std::sin(r * freq));
-                row[quarter + i] = float(std::cos(r * freq));
-                row[2 * quarter + i] = float(std::sin(c * freq));
-                row[3 * quarter + i] = float(std::cos(c * freq));
+            float* row = &table[static_cast<size_t>(1 + r * grid + c) * dim + first];
+            for (int i = 0; i < half / 2; ++i) {
+                // Periods from 48 cells (a half-wave over the grid) down to ~3 cells.
+                const double freq = 2 * M_PI / (48.0 * std::pow(16.0, -double(i) / std::max(1, half / 2 - 1)));
+                row[2 * i] = float(amplitude * std::sin((r + 0.5) * freq));
+                row[2 * i + 1] = float(amplitude * std::cos((r + 0.5) * freq));
+                row[half + 2 * i] = float(amplitude * std::sin((c + 0.5) * freq));
+                row[half + 2 * i + 1] = float(amplitude * std::cos((c + 0.5) * freq));
             }
         }
-    return at::from_blob(table.data(), {grid * grid + 1, dim}, at::kFloat).clone();
+    Tensor t = at::from_blob(table.data(), {grid * grid + 1, dim}, at::kFloat).clone();
+    Tensor grid_ = t.narrow(0, 1, grid * grid);
+    grid_.sub_(grid_.mean(0, true));   // centred: no constant component
+    return t;
+}
+
+// Oriented step edges, one filter per direction (the same on R, G and B), scaled to `norm`:
+// what tells the shapes apart is the direction of their edges (squares: axis-aligned; triangles:
+// steep diagonals; circles: every direction), and a random patch embedding hides it.
+Tensor orientedEdgeFilters(int count, int patchSize, double norm) {
+    Tensor filters = at::empty({count, 3, patchSize, patchSize});
+    auto a = filters.accessor<float, 4>();
+    const double centre = (patchSize - 1) / 2.0;
+    for (int k = 0; k < count; ++k) {
+        const double angle = 2 * M_PI * k / count;
+        for (int y = 0; y < patchSize; ++y)
+            for (int x = 0; x < patchSize; ++x) {
+                const double d = (x - centre) * std::cos(angle) + (y - centre) * std::sin(angle);
+                for (int ch = 0; ch < 3; ++ch) a[k][ch][y][x] = float(std::tanh(d / 2.0));
+            }
+        filters[k].mul_(norm / filters[k].norm().item<double>());
+    }
+    return filters;
+}
+
+// The vision tower's starting point: random, except for two designed parts of the embeddings.
+//   - Where a patch is gets channels of its own: a centred 2D sine/cosine table in the last
+//     quarter of the position embedding's channels, with zero patch-embedding weights there, so
+//     position starts readable beside the much larger colour signal.
+//   - Sixteen channels before those start as oriented edge filters (orientedEdgeFilters).
+// Measured (stage 0 alone, 1500 steps): with CLIP's usual random init, shape kind stays at chance
+// and position climbs slowly; with both, and the pooled readout of pretrainVision, the kind of a
+// shape is read right 86 % of the time after 1000 steps.
+void designVisionInit(Parameters& p, const ModelConfig& c) {
+    torch::NoGradGuard noGrad;
+    const int h = c.vision.hiddenSize, pc = positionChannels(h), edges = 16;
+    p(kV + "embeddings.position_embedding.weight").copy_(sincosPositions(c.vision.gridSize(), h, 1.0));
+    Tensor patch = p(kV + "embeddings.patch_embedding.weight");   // [h, 3, 14, 14]
+    patch.narrow(0, h - pc, pc).zero_();
+    // Twice as strong as an average random filter, so the edges stand out from the start.
+    const double randomNorm = patch.narrow(0, 0, h - pc - edges).norm(2, {1, 2, 3}).mean().item<double>();
+    patch.narrow(0, h - pc - edges, edges).copy_(orientedEdgeFilters(edges, c.vision.patchSize, 2 * randomNorm));
 }
 
 Parameters initParameters(const ModelConfig& c, uint64_t seed) {
@@ -146,7 +192,6 @@ Parameters initParameters(const ModelConfig& c, uint64_t seed) {
             const int layer = std::stoi(n.substr(layerPrefix.size()));
             if (layer >= used) trainable = false;
         }
-        if (n == kV + "embeddings.position_embedding.weight") t = sincosPositions(c.vision.gridSize(), c.vision.hiddenSize) * (std::getenv("KVSTEER_POS_SCALE") ? std::atof(std::getenv("KVSTEER_POS_SCALE")) : 1.0);
         if (trainable) {
             t.set_requires_grad(true);
             const bool noDecay = t.dim() < 2 || n.find("embedding") != std::string::npos || n.find("embed_tokens") != std::string::npos;
@@ -154,6 +199,7 @@ Parameters initParameters(const ModelConfig& c, uint64_t seed) {
         }
         p.tensors[n] = t;
     }
+    designVisionInit(p, c);
     return p;
 }
 
@@ -192,8 +238,8 @@ struct Net {
         return r + at::linear(y, p(l + "mlp.fc2.weight"), p(l + "mlp.fc2.bias"));
     }
 
-    // pixels [B, 3, 336, 336] -> projected image features [B, 576, D].
-    Tensor encodeImages(const Tensor& pixels) const {
+    // pixels [B, 3, 336, 336] -> hidden_states[-2] without CLS, [B, 576, Dv].
+    Tensor visionFeatures(const Tensor& pixels) const {
         const int64_t b = pixels.size(0), g = c.vision.gridSize(), ps = c.vision.patchSize, h = c.vision.hiddenSize;
         // The stride-14 14x14 convolution as one matmul over flattened patches (c, ky, kx order,
         // the conv weight's layout); patch i is grid cell (i / 24, i % 24).
@@ -203,8 +249,12 @@ struct Net {
         x = at::cat({cls, x}, 1) + p(kV + "embeddings.position_embedding.weight").unsqueeze(0);
         x = at::layer_norm(x, {h}, p(kV + "pre_layrnorm.weight"), p(kV + "pre_layrnorm.bias"), c.vision.layerNormEps);
         for (int i = 0; i < c.visionLayersNeeded(); ++i) x = clipLayer(x, i);
-        Tensor selected = x.narrow(1, 1, g * g);   // "default": CLS dropped
-        Tensor y = at::gelu(at::linear(selected, p("multi_modal_projector.linear_1.weight"), p("multi_modal_projector.linear_1.bias")));
+        return x.narrow(1, 1, g * g);   // "default": CLS dropped
+    }
+
+    // pixels [B, 3, 336, 336] -> projected image features [B, 576, D].
+    Tensor encodeImages(const Tensor& pixels) const {
+        Tensor y = at::gelu(at::linear(visionFeatures(pixels), p("multi_modal_projector.linear_1.weight"), p("multi_modal_projector.linear_1.bias")));
         return at::linear(y, p("multi_modal_projector.linear_2.weight"), p("multi_modal_projector.linear_2.bias"));
     }
 
@@ -488,6 +538,176 @@ std::string validate(const Net& net, const Validation& v, const std::vector<int6
     return buf + o.str();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Stage 0: the vision tower's pretraining. LLaVA-1.5 starts from a pretrained CLIP; we have none,
+// so the tower is first trained on ShapeWorld scenes with labels known from the generator, read
+// from its output hidden_states[-2] by linear heads that are thrown away afterwards:
+//   - every grid cell: the colour and the position word of the shape that covers most of it (or
+//     background), and on a shape's boundary cells its kind (edges are where kinds differ);
+//   - every shape: its kind from the plain mean of the tower's output over its cells.
+// This is the readout the decoder needs later (attend to the tokens of one colour or one place,
+// read what is there). Measured without it: a tower trained only through the decoder's answers
+// learns colours, but shapes and positions stay at chance for the whole hour on one core.
+
+constexpr int kObjectClasses[3] = {kNumKinds, kNumColors, 5};
+
+int positionIndex(const Shape& sh) {
+    static const char* places[] = {"left", "right", "top", "bottom", "center"};
+    const std::string w = positionWord(sh);
+    for (int k = 0; k < 5; ++k)
+        if (w == places[k]) return k;
+    return 0;
+}
+
+// One stage-0 batch: the images and every label pretrainVision reads.
+struct VisionBatch {
+    int images = 0;
+    std::vector<float> pixels;             // [B, 3, 336, 336]
+    std::vector<int64_t> cellLabels[3];    // kind, colour, position word per cell [B*576]; background = last class
+    std::vector<float> shapeMask;          // [shapes, B*576]: uniform weights over each shape's cells
+    std::vector<int64_t> shapeKinds;       // [shapes]
+};
+
+VisionBatch makeVisionBatch(uint64_t seed, int64_t step, int images) {
+    static const ClipPreprocessConfig pre;
+    const int cells = kGridSize * kGridSize;
+    VisionBatch vb;
+    vb.images = images;
+    for (int i = 0; i < images; ++i) {
+        // Scenes of their own inside the training id range: indices from 2^31 of the train seed.
+        const Scene s = generateScene(trainSceneId(seed, (1ull << 31) + uint64_t(step) * uint64_t(images) + uint64_t(i)));
+        const std::vector<float> px = clipPreprocess(render(s), pre).pixels;
+        vb.pixels.insert(vb.pixels.end(), px.begin(), px.end());
+        // Each cell belongs to the shape covering most of it (at least 5 %), if any.
+        std::vector<float> best(cells, 0.05f);
+        std::vector<int> owner(cells, -1);
+        for (size_t k = 0; k < s.shapes.size(); ++k) {
+            const std::vector<float> cov = gridCoverage(s.shapes[k]);
+            for (int c = 0; c < cells; ++c)
+                if (cov[c] >= best[c]) best[c] = cov[c], owner[c] = int(k);
+        }
+        for (size_t k = 0; k < s.shapes.size(); ++k) {
+            std::vector<float> row(static_cast<size_t>(images) * cells, 0.0f);
+            int n = 0;
+            for (int c = 0; c < cells; ++c) n += owner[c] == int(k);
+            for (int c = 0; c < cells; ++c)
+                if (owner[c] == int(k)) row[static_cast<size_t>(i) * cells + c] = 1.0f / n;
+            if (n == 0) continue;
+            vb.shapeMask.insert(vb.shapeMask.end(), row.begin(), row.end());
+            vb.shapeKinds.push_back(int(s.shapes[k].kind));
+        }
+        // The kind only on boundary cells: interior cells look alike whatever the shape.
+        for (int c = 0; c < cells; ++c) {
+            const Shape* sh = owner[c] < 0 ? nullptr : &s.shapes[owner[c]];
+            const bool boundary = sh && best[c] < 0.95f;
+            vb.cellLabels[0].push_back(boundary ? int(sh->kind) : kObjectClasses[0]);
+            vb.cellLabels[1].push_back(sh ? int(sh->color) : kObjectClasses[1]);
+            vb.cellLabels[2].push_back(sh ? positionIndex(*sh) : kObjectClasses[2]);
+        }
+    }
+    return vb;
+}
+
+// The linear head stage 0 reads the tower with (thrown away afterwards): kind+1, colour+1 and
+// position+1 classes, one block after the other.
+struct VisionHeads {
+    Tensor cellW, cellB;
+};
+
+// Stage 0's loss for tower output h [B, 576, Dv]; accuracy[3] gets kind (per shape), colour and
+// position (per shape cell). Every label is local to a shape's own cells: no objective asks a
+// background token to know about the scene (an image-level count head did, and the decoder then
+// read colours from background tokens: painting the circle stopped steering it).
+Tensor visionLoss(const Tensor& h, VisionBatch& vb, const VisionHeads& heads, double accuracy[3]) {
+    const int64_t b = vb.images, cells = h.size(1), dv = h.size(2);
+    Tensor logits = at::linear(h.reshape({b * cells, dv}), heads.cellW, heads.cellB);   // [B*576, classes]
+    Tensor loss;
+    int64_t offset = 0;
+    for (int g = 0; g < 3; ++g) {
+        Tensor lg = logits.narrow(1, offset, kObjectClasses[g] + 1);
+        Tensor target = at::from_blob(vb.cellLabels[g].data(), {b * cells}, at::kLong);
+        // Colour also learns shape vs background; kind and position are learned (and scored) on
+        // the cells that belong to a shape only (background is easy and 90 % of the cells).
+        Tensor onShape = target.ne(kObjectClasses[g]).nonzero().squeeze(1);
+        if (g != 1 && onShape.numel() > 0) {
+            lg = lg.index_select(0, onShape);
+            target = target.index_select(0, onShape);
+        }
+        Tensor term = at::cross_entropy_loss(lg, target);
+        loss = loss.defined() ? loss + term : term;
+        accuracy[g] = lg.argmax(-1).eq(target).to(at::kFloat).mean().item<double>();
+        offset += kObjectClasses[g] + 1;
+    }
+    // A shape's kind from the plain mean of the tower's output over its cells (through the same
+    // kind head): the readout the decoder learns later (attend to the tokens of one colour, read
+    // what they are).
+    const int64_t n = static_cast<int64_t>(vb.shapeKinds.size());
+    Tensor pooled = at::matmul(at::from_blob(vb.shapeMask.data(), {n, b * cells}, at::kFloat), h.reshape({b * cells, dv}));
+    Tensor kindLogits = at::linear(pooled, heads.cellW.narrow(0, 0, kObjectClasses[0] + 1), heads.cellB.narrow(0, 0, kObjectClasses[0] + 1));
+    Tensor kindTarget = at::from_blob(vb.shapeKinds.data(), {n}, at::kLong);
+    loss = loss + at::cross_entropy_loss(kindLogits, kindTarget);
+    accuracy[0] = kindLogits.argmax(-1).eq(kindTarget).to(at::kFloat).mean().item<double>();
+    return loss;
+}
+
+struct VisionPretrainResult {
+    int64_t steps = 0;
+    double seconds = 0;
+};
+
+VisionPretrainResult pretrainVision(const DemoTrainOptions& o, Parameters& params, const Net& net, double budgetSeconds,
+                                    const std::function<void(const std::string&)>& log) {
+    VisionPretrainResult r;
+    if (o.visionPretrainSteps <= 0) return r;
+    const int64_t dv = net.c.vision.hiddenSize;
+    const int64_t cellClasses = kObjectClasses[0] + kObjectClasses[1] + kObjectClasses[2] + 3;   // + background each
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(mixSeed(o.seed, 0x51A6E0));
+    VisionHeads heads;
+    heads.cellW = at::normal(0.0, 0.02, {cellClasses, dv}, gen).set_requires_grad(true);
+    heads.cellB = at::zeros({cellClasses}).set_requires_grad(true);
+    std::vector<Tensor> all;
+    for (auto& [name, t] : params.tensors)
+        if (name.compare(0, kV.size(), kV) == 0 && t.requires_grad()) all.push_back(t);
+    for (const Tensor& t : {heads.cellW, heads.cellB}) all.push_back(t);
+    using torch::optim::AdamW;
+    using torch::optim::AdamWOptions;
+    AdamW optimizer(all, AdamWOptions(o.visionPretrainLr).betas({0.9, 0.98}).weight_decay(0.0));
+
+    const auto t0 = std::chrono::steady_clock::now();
+    double ema[3] = {-1, -1, -1};
+    for (int64_t step = 0; step < o.visionPretrainSteps; ++step) {
+        if (budgetSeconds > 0 && secondsSince(t0) >= budgetSeconds) break;
+        // Warmup over 5 %, then cosine down to a tenth, by steps or by time, whichever is further.
+        double pr = double(step) / double(o.visionPretrainSteps);
+        if (budgetSeconds > 0) pr = std::max(pr, secondsSince(t0) / budgetSeconds);
+        const double warm = 0.05;
+        const double lr = pr < warm ? o.visionPretrainLr * pr / warm
+                                    : o.visionPretrainLr * (0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * (pr - warm) / (1 - warm))));
+        for (auto& g : optimizer.param_groups()) static_cast<AdamWOptions&>(g.options()).lr(lr);
+
+        VisionBatch vb = makeVisionBatch(o.seed, step, o.visionPretrainBatch);
+        Tensor pix = at::from_blob(vb.pixels.data(), {vb.images, 3, kImageSize, kImageSize}, at::kFloat);
+        optimizer.zero_grad();
+        double acc[3];
+        Tensor loss = visionLoss(net.visionFeatures(pix), vb, heads, acc);
+        for (int g = 0; g < 3; ++g) ema[g] = ema[g] < 0 ? acc[g] : 0.95 * ema[g] + 0.05 * acc[g];
+        loss.backward();
+        torch::nn::utils::clip_grad_norm_(all, 1.0);
+        optimizer.step();
+        r.steps = step + 1;
+        if ((step + 1) % (o.logEvery * 2) == 0 || step == 0) {
+            char buf[256];
+            std::snprintf(buf, sizeof buf,
+                          "vision step %5lld  loss %.4f  objects: kind %.1f%%  colour %.1f%%  position %.1f%%  lr %.2e  %.1f img/s  elapsed %s",
+                          static_cast<long long>(step + 1), loss.item<double>(), 100 * ema[0], 100 * ema[1], 100 * ema[2], lr,
+                          double((step + 1) * vb.images) / std::max(1e-9, secondsSince(t0)), formatDuration(secondsSince(t0)).c_str());
+            log(buf);
+        }
+    }
+    r.seconds = secondsSince(t0);
+    return r;
+}
+
 } // namespace
 
 DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
@@ -527,11 +747,36 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         log(s.str());
     }
 
+    // Stage 0: the vision tower (see pretrainVision).
+    const double totalBudget = o.minutes > 0 ? o.minutes * 60.0 : 0.0;
+    const VisionPretrainResult vp = pretrainVision(o, params, net, totalBudget * o.visionPretrainFraction, log);
+    if (vp.steps > 0) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "vision pretraining: %lld steps in %s", static_cast<long long>(vp.steps), formatDuration(vp.seconds).c_str());
+        log(buf);
+    }
+
     using torch::optim::AdamW;
     using torch::optim::AdamWOptions;
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(params.decay, std::make_unique<AdamWOptions>(AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(o.weightDecay)));
-    groups.emplace_back(params.noDecay, std::make_unique<AdamWOptions>(AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(0.0)));
+    // Four groups: (weight decay or not) x (vision tower or not); the tower, pretrained in stage 0,
+    // learns at visionLrScale times the rate so the decoder's early noise does not wash it out.
+    std::vector<double> groupScale;
+    {
+        std::set<const void*> vision;
+        for (const auto& [name, t] : params.tensors)
+            if (name.compare(0, kV.size(), kV) == 0) vision.insert(t.unsafeGetTensorImpl());
+        for (int decay = 1; decay >= 0; --decay)
+            for (int isVision = 0; isVision <= 1; ++isVision) {
+                std::vector<Tensor> members;
+                for (const Tensor& t : decay ? params.decay : params.noDecay)
+                    if (bool(vision.count(t.unsafeGetTensorImpl())) == bool(isVision)) members.push_back(t);
+                if (members.empty()) continue;
+                groups.emplace_back(members, std::make_unique<AdamWOptions>(
+                                                 AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(decay ? o.weightDecay : 0.0)));
+                groupScale.push_back(isVision && vp.steps > 0 ? o.visionLrScale : 1.0);
+            }
+    }
     AdamW optimizer(std::move(groups), AdamWOptions(o.learningRate));
     std::vector<Tensor> allTrainable = params.decay;
     allTrainable.insert(allTrainable.end(), params.noDecay.begin(), params.noDecay.end());
@@ -548,7 +793,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         }
 
     const auto t0 = std::chrono::steady_clock::now();
-    const double budget = o.minutes > 0 ? o.minutes * 60.0 : 0.0;
+    const double budget = totalBudget > 0 ? std::max(1.0, totalBudget - vp.seconds) : 0.0;
     auto progress = [&](int64_t step) {
         double pr = 0;
         if (o.steps > 0) pr = std::max(pr, double(step) / double(o.steps));
@@ -572,7 +817,8 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         const double pr = progress(step);
         if ((o.steps > 0 && step >= o.steps) || (budget > 0 && secondsSince(t0) >= budget)) break;
         const double lr = learningRate(pr);
-        for (auto& g : optimizer.param_groups()) static_cast<AdamWOptions&>(g.options()).lr(lr);
+        for (size_t gi = 0; gi < optimizer.param_groups().size(); ++gi)
+            static_cast<AdamWOptions&>(optimizer.param_groups()[gi].options()).lr(lr * groupScale[gi]);
 
         SceneOptions so;
         if (pr < o.oneShapeUntil) so.maxShapes = 1;
@@ -603,28 +849,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         optimizer.zero_grad();
         Tensor loss = at::cross_entropy_loss(forwardLogits(net, bt), bt.targets);
         loss.backward();
-        double gradNorm = 0;
-        if (o.gradClip > 0) gradNorm = torch::nn::utils::clip_grad_norm_(allTrainable, o.gradClip);
-        if (std::getenv("KVSTEER_DEMO_DEBUG") && (step + 1) % o.logEvery == 0) {
-            std::map<std::string, double> parts;
-            for (const auto& [name, t] : params.tensors)
-                if (t.grad().defined()) {
-                    const std::string part = name.find("vision_tower") == 0 ? (name.find("embeddings") != std::string::npos ? "vis.emb" : "vis")
-                                             : name.find("projector") != std::string::npos ? "proj"
-                                             : name.find("self_attn") != std::string::npos ? "txt.attn"
-                                             : "txt.other";
-                    parts[part] += t.grad().pow(2).sum().item<double>();
-                }
-            std::vector<std::pair<double, std::string>> top;
-            for (const auto& [name, t] : params.tensors)
-                if (t.grad().defined()) top.push_back({t.grad().norm().item<double>(), name});
-            std::sort(top.rbegin(), top.rend());
-            std::ostringstream g;
-            for (size_t i = 0; i < 4 && i < top.size(); ++i) g << "  " << top[i].second << "=" << top[i].first;
-            g << "\n  grad norm " << gradNorm << " (before clipping):";
-            for (const auto& [k, v] : parts) g << " " << k << " " << std::sqrt(v);
-            log(g.str());
-        }
+        if (o.gradClip > 0) torch::nn::utils::clip_grad_norm_(allTrainable, o.gradClip);
         optimizer.step();
 
         const double l = loss.item<double>();

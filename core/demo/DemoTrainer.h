@@ -50,7 +50,14 @@ struct DemoTrainOptions {
     // until twoShapesUntil; shape sizes start at [150, 250] px and shrink linearly to the world's
     // [50, 120] at bigShapesUntil (big shapes make the first grounding signal strong: a from-
     // scratch decoder attends uniformly over 576 visual tokens at first). Then the plain world.
-    double oneShapeUntil = 0.08, twoShapesUntil = 0.2, bigShapesUntil = 0.3;
+    double oneShapeUntil = 0.05, twoShapesUntil = 0.15, bigShapesUntil = 0.1;
+    // Stage 0 (vision tower pretraining on per-patch colour/kind/position labels): steps, images
+    // per step, peak learning rate, and the share of --minutes it may use at most.
+    int64_t visionPretrainSteps = 6000;
+    int visionPretrainBatch = 8;
+    double visionPretrainLr = 2e-3;
+    double visionPretrainFraction = 0.3;
+    double visionLrScale = 0.3;      // stage 1: the pretrained tower's learning rate relative to the rest
     std::string questionTypes;       // training only these types (comma-separated names; "" = all six)
     DemoModelSizes sizes;
     std::string dtype = "f32";       // on-disk dtype of model.safetensors: f32 | f16
