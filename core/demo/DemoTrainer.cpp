@@ -151,9 +151,9 @@ Tensor orientedEdgeFilters(int count, int patchSize, double norm) {
 //     quarter of the position embedding's channels, with zero patch-embedding weights there, so
 //     position starts readable beside the much larger colour signal.
 //   - Sixteen channels before those start as oriented edge filters (orientedEdgeFilters).
-// Measured (stage 0 alone, 1500 steps): with CLIP's usual random init, shape kind stays at chance
-// and position climbs slowly; with both, and the pooled readout of pretrainVision, the kind of a
-// shape is read right 86 % of the time after 1000 steps.
+// Measured (stage 0 alone): without the edge filters and the pooled readout of pretrainVision,
+// shape kind stayed at chance for 1500 steps; with both, a shape's kind is read right 86 % of the
+// time after 1000 steps and 99 % after 3000.
 void designVisionInit(Parameters& p, const ModelConfig& c) {
     torch::NoGradGuard noGrad;
     const int h = c.vision.hiddenSize, pc = positionChannels(h), edges = 16;
@@ -546,8 +546,8 @@ std::string validate(const Net& net, const Validation& v, const std::vector<int6
 //     background), and on a shape's boundary cells its kind (edges are where kinds differ);
 //   - every shape: its kind from the plain mean of the tower's output over its cells.
 // This is the readout the decoder needs later (attend to the tokens of one colour or one place,
-// read what is there). Measured without it: a tower trained only through the decoder's answers
-// learns colours, but shapes and positions stay at chance for the whole hour on one core.
+// read what is there). Measured without it (15-minute runs): a tower trained only through the
+// decoder's answers learns colours, but shapes and positions stay near chance.
 
 constexpr int kObjectClasses[3] = {kNumKinds, kNumColors, 5};
 
