@@ -19,37 +19,31 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 namespace kvsteer::ui {
 
 namespace {
 
-QCPColorGradient sequentialGradient() {   // viridis
+// A 256-level gradient through the given (position, colour) stops.
+QCPColorGradient gradientThrough(std::initializer_list<std::pair<double, QColor>> stops) {
     QCPColorGradient g;
     g.clearColorStops();
-    g.setColorStopAt(0.00, QColor(0x44, 0x01, 0x54));
-    g.setColorStopAt(0.13, QColor(0x48, 0x24, 0x75));
-    g.setColorStopAt(0.25, QColor(0x41, 0x44, 0x87));
-    g.setColorStopAt(0.38, QColor(0x35, 0x5F, 0x8D));
-    g.setColorStopAt(0.50, QColor(0x2A, 0x78, 0x8E));
-    g.setColorStopAt(0.63, QColor(0x21, 0x91, 0x8C));
-    g.setColorStopAt(0.75, QColor(0x22, 0xA8, 0x84));
-    g.setColorStopAt(0.88, QColor(0x7A, 0xD1, 0x51));
-    g.setColorStopAt(1.00, QColor(0xFD, 0xE7, 0x25));
+    for (const auto& [at, color] : stops) g.setColorStopAt(at, color);
     g.setLevelCount(256);
     return g;
 }
 
+QCPColorGradient sequentialGradient() {   // viridis
+    return gradientThrough({{0.00, QColor(0x44, 0x01, 0x54)}, {0.13, QColor(0x48, 0x24, 0x75)}, {0.25, QColor(0x41, 0x44, 0x87)},
+                            {0.38, QColor(0x35, 0x5F, 0x8D)}, {0.50, QColor(0x2A, 0x78, 0x8E)}, {0.63, QColor(0x21, 0x91, 0x8C)},
+                            {0.75, QColor(0x22, 0xA8, 0x84)}, {0.88, QColor(0x7A, 0xD1, 0x51)}, {1.00, QColor(0xFD, 0xE7, 0x25)}});
+}
+
 QCPColorGradient divergingGradient() {   // blue - white - red, for cosines
-    QCPColorGradient g;
-    g.clearColorStops();
-    g.setColorStopAt(0.0, QColor(0x3B, 0x4C, 0xC0));
-    g.setColorStopAt(0.25, QColor(0x8D, 0xB0, 0xFE));
-    g.setColorStopAt(0.5, QColor(0xF2, 0xF2, 0xF2));
-    g.setColorStopAt(0.75, QColor(0xF4, 0x9A, 0x7B));
-    g.setColorStopAt(1.0, QColor(0xB4, 0x04, 0x26));
-    g.setLevelCount(256);
-    return g;
+    return gradientThrough({{0.0, QColor(0x3B, 0x4C, 0xC0)}, {0.25, QColor(0x8D, 0xB0, 0xFE)}, {0.5, QColor(0xF2, 0xF2, 0xF2)},
+                            {0.75, QColor(0xF4, 0x9A, 0x7B)}, {1.0, QColor(0xB4, 0x04, 0x26)}});
 }
 
 void hideAxes(QCPAxisRect* rect) {

@@ -72,6 +72,13 @@ QString imageFilter() {
 
 QString sessionFilter() { return QObject::tr("kvsteer sessions (*.kvsession);;All files (*)"); }
 
+// A save dialog that appends `suffix` (".png") when the user typed a name without one; "" = cancelled.
+QString askSavePath(QWidget* parent, const QString& title, const QString& suggested, const QString& filter, const QString& suffix) {
+    QString path = QFileDialog::getSaveFileName(parent, title, suggested, filter);
+    if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty()) path += suffix;
+    return path;
+}
+
 // Resident memory of this process, from /proc (Linux); -1 if unknown.
 qint64 residentBytes() {
     QFile f(QStringLiteral("/proc/self/status"));
@@ -1191,10 +1198,9 @@ void MainWindow::exportVectorsDialog() {
         showError(tr("Export vectors"), tr("There are no steering vectors yet: compute or import them in the Steering panel."));
         return;
     }
-    QString path = QFileDialog::getSaveFileName(this, tr("Export Steering Vectors"), QStringLiteral("steering.safetensors"),
-                                                tr("Steering vectors (*.safetensors)"));
+    const QString path = askSavePath(this, tr("Export Steering Vectors"), QStringLiteral("steering.safetensors"),
+                                     tr("Steering vectors (*.safetensors)"), QStringLiteral(".safetensors"));
     if (path.isEmpty()) return;
-    if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".safetensors");
     exportVectorsTo(path);
 }
 
@@ -1205,9 +1211,8 @@ void MainWindow::exportVectorsTo(const QString& path) {
 }
 
 void MainWindow::exportMaskDialog() {
-    QString path = QFileDialog::getSaveFileName(this, tr("Export Mask"), QStringLiteral("mask.png"), tr("PNG images (*.png)"));
+    const QString path = askSavePath(this, tr("Export Mask"), QStringLiteral("mask.png"), tr("PNG images (*.png)"), QStringLiteral(".png"));
     if (path.isEmpty()) return;
-    if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".png");
     exportMaskTo(path);
 }
 
@@ -1252,9 +1257,8 @@ void MainWindow::loadTextPairsDialog() {
 }
 
 void MainWindow::saveHeatmapDialog() {
-    QString path = QFileDialog::getSaveFileName(this, tr("Save Heatmaps"), QStringLiteral("heatmaps.png"), tr("PNG images (*.png)"));
+    const QString path = askSavePath(this, tr("Save Heatmaps"), QStringLiteral("heatmaps.png"), tr("PNG images (*.png)"), QStringLiteral(".png"));
     if (path.isEmpty()) return;
-    if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".png");
     if (!heatmaps_->savePng(path)) showError(tr("Save heatmaps"), tr("%1 could not be written.").arg(path));
     else statusBar()->showMessage(tr("Heatmaps saved to %1").arg(path), 5000);
 }
@@ -1370,9 +1374,8 @@ bool MainWindow::saveSession() { return sessionPath_.isEmpty() ? saveSessionAs()
 
 bool MainWindow::saveSessionAs() {
     const QString suggested = sessionPath_.isEmpty() ? QFileInfo(imageName_).completeBaseName() + QStringLiteral(".kvsession") : sessionPath_;
-    QString path = QFileDialog::getSaveFileName(this, tr("Save Session"), suggested, sessionFilter());
+    const QString path = askSavePath(this, tr("Save Session"), suggested, sessionFilter(), QStringLiteral(".kvsession"));
     if (path.isEmpty()) return false;
-    if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".kvsession");
     return saveSessionTo(path);
 }
 
