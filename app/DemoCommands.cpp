@@ -21,7 +21,8 @@ using namespace kvsteer::demo;
 
 const char* kDemoUsage = R"(  train-demo   --out DIR --tokenizer-dir DIR [--minutes M] [--steps N] [--seed S] [--batch B] [--lr X]
                [--threads N] [--validate-every N] [--curriculum A,B,C] [--dtype f32|f16]
-               [--vision-steps N] [--vision-lr X] [--vision-fraction F] [--sizes 9 ints] [--types LIST]
+               [--vision-steps N] [--vision-lr X] [--vision-fraction F] [--vision-lr-scale X]
+               [--grounding W] [--sizes 9 ints] [--types LIST]
   eval-demo    [--model DIR] [--n N] [--seed S] [--max-new-tokens N] [--threads N] [--json] [--show-failures K]
   demo-corpus  --out FILE [--scenes N] [--seed S]       (the text spm_train learns the demo tokenizer from)
   demo-images  --out DIR [--pair-seed S --pair-index N] (a few ShapeWorld PNGs, e.g. the red/blue circle pair)
@@ -55,7 +56,7 @@ void parseCurriculum(const std::string& text, DemoTrainOptions& o) {
 
 int commandTrainDemo(int argc, char** argv) {
     CommandLine cl({"out", "tokenizer-dir", "minutes", "steps", "seed", "batch", "lr", "threads", "validate-every", "curriculum",
-                    "dtype", "log-every", "types", "vision-steps", "vision-lr", "vision-fraction", "sizes"},
+                    "dtype", "log-every", "types", "vision-steps", "vision-lr", "vision-fraction", "vision-lr-scale", "grounding", "sizes"},
                    {});
     cl.parse(argc, argv, 2);
     if (!cl.has("out") || !cl.has("tokenizer-dir")) throw UsageError("train-demo needs --out DIR and --tokenizer-dir DIR");
@@ -78,6 +79,10 @@ int commandTrainDemo(int argc, char** argv) {
     o.visionPretrainSteps = cl.getInt("vision-steps", static_cast<int>(o.visionPretrainSteps));
     o.visionPretrainLr = cl.getDouble("vision-lr", o.visionPretrainLr);
     o.visionPretrainFraction = cl.getDouble("vision-fraction", o.visionPretrainFraction);
+    o.visionLrScale = cl.getDouble("vision-lr-scale", o.visionLrScale);
+    if (o.visionLrScale < 0) throw UsageError("--vision-lr-scale must be >= 0 (0 freezes the tower after stage 0)");
+    o.groundingWeight = cl.getDouble("grounding", o.groundingWeight);
+    if (o.groundingWeight < 0) throw UsageError("--grounding must be >= 0 (0 turns the grounding loss off)");
     if (cl.has("sizes")) {
         // vision hidden,layers,heads,mlp,text hidden,layers,heads,kv heads,mlp
         int v[9];
@@ -107,7 +112,7 @@ int commandEvalDemo(int argc, char** argv, const std::string& defaultModelDir) {
     DemoEvalOptions o;
     o.scenes = cl.getInt("n", 500);
     o.seed = cl.getU64("seed", 0);
-    o.maxNewTokens = cl.getInt("max-new-tokens", 8);
+    o.maxNewTokens = cl.getInt("max-new-tokens", o.maxNewTokens);
     if (o.scenes < 1) throw UsageError("option --n must be >= 1");
     if (o.seed >= (1ull << 30)) throw UsageError("option --seed must be < 2^30 (eval scene ids are 2^62 + seed*2^32 + i)");
     if (o.maxNewTokens < 1) throw UsageError("option --max-new-tokens must be >= 1");

@@ -6,7 +6,7 @@
 # Needs: a built kvsteer (cmake --build build --target kvsteer) and spm_train (Debian: sentencepiece).
 # Environment overrides: BUILD (build dir), OUT (model dir), MINUTES (wall-clock training budget),
 # STEPS (optimizer steps; the schedule follows whichever of STEPS/MINUTES runs out first), SEED,
-# VISION_STEPS, VISION_FRACTION (stage 0), BATCH (images per step), THREADS (training threads; 1 = deterministic and polite), EVAL_N.
+# VISION_STEPS, VISION_FRACTION (stage 0), VISION_LR_SCALE, BATCH (images per step), THREADS (training threads; 1 = deterministic and polite), EVAL_N.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +23,7 @@ EVAL_N="${EVAL_N:-500}"
 VOCAB="${VOCAB:-450}"
 VISION_STEPS="${VISION_STEPS:-6000}"        # stage 0 (vision tower pretraining): at most this many steps
 VISION_FRACTION="${VISION_FRACTION:-0.3}"   # ... and at most this share of MINUTES
+VISION_LR_SCALE="${VISION_LR_SCALE:-0}"     # stage 1: the tower's learning rate relative to the rest (0 = frozen)
 
 command -v spm_train >/dev/null || { echo "spm_train not found (apt install sentencepiece)" >&2; exit 1; }
 [ -x "$KVSTEER" ] || { echo "$KVSTEER not found: build it first (cmake --build build --target kvsteer)" >&2; exit 1; }
@@ -49,7 +50,7 @@ rm -f "$WORK/tokenizer/tokenizer.vocab"
 echo "== 3/5 training (budget ${MINUTES} min, steps ${STEPS}, seed ${SEED}, batch ${BATCH}, threads ${THREADS})"
 "$K" train-demo --out "$WORK/model" --tokenizer-dir "$WORK/tokenizer" --minutes "$MINUTES" --steps "$STEPS" \
   --seed "$SEED" --batch "$BATCH" --threads "$THREADS" \
-  --vision-steps "$VISION_STEPS" --vision-fraction "$VISION_FRACTION" 2>&1 | tee "$WORK/train.log"
+  --vision-steps "$VISION_STEPS" --vision-fraction "$VISION_FRACTION" --vision-lr-scale "$VISION_LR_SCALE" 2>&1 | tee "$WORK/train.log"
 cp "$WORK/train.log" "$WORK/model/training_log.txt"
 
 echo "== 4/5 install into $OUT"

@@ -271,6 +271,36 @@ private slots:
         QCOMPARE(tok.decode(ids), std::string("Ünïcode ✓ 42"));
     }
 
+    void trainerLearnsToAnswerAndWhereToLook() {
+        // A short run of the real trainer, both stages (a few dozen steps, small batches): it
+        // writes a llava-hf directory that the loader reads and that reproduces the trainer's
+        // logits (trainDemoModel checks that itself and throws otherwise), the answer loss falls,
+        // and the grounded attention head moves onto the cells of the shape each question is about.
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string root = dir.path().toStdString();
+        std::filesystem::create_directories(root + "/tokenizer");
+        std::filesystem::copy_file(std::string(KVSTEER_DEMO_MODEL_DIR) + "/tokenizer.model", root + "/tokenizer/tokenizer.model");
+        DemoTrainOptions o;
+        o.outDir = root + "/model";
+        o.tokenizerDir = root + "/tokenizer";
+        o.steps = 80;
+        o.imagesPerStep = 2;
+        o.visionPretrainSteps = 10;
+        o.visionLrScale = 0;
+        o.validateEvery = 0;
+        o.log = [](const std::string&) {};
+        const DemoTrainResult r = trainDemoModel(o);
+        const QString numbers = QString("loss %1 -> %2, grounding mass %3 -> %4")
+                                    .arg(r.firstLoss).arg(r.finalLoss).arg(r.firstGroundingMass).arg(r.groundingMass);
+        qInfo().noquote() << numbers;
+        QCOMPARE(r.steps, int64_t(80));
+        QVERIFY2(r.finalLoss < 0.7 * r.firstLoss, qPrintable(numbers));
+        QVERIFY2(r.groundingMass > r.firstGroundingMass + 0.2, qPrintable(numbers));
+        const auto trained = LlavaModel::load(o.outDir);
+        QCOMPARE(trained->config().name, std::string("kvsteer/shapes-demo"));
+    }
+
     void trainingForwardMatchesInference() {
         // The trainer's packed batch (all questions of an image in one sequence) scores exactly
         // what the real loader and decoder score one question at a time.

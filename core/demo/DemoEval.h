@@ -18,7 +18,9 @@ namespace kvsteer::demo {
 struct DemoEvalOptions {
     int scenes = 500;
     uint64_t seed = 0;            // scenes evalSceneId(seed, 0 .. scenes-1): never used in training
-    int maxNewTokens = 8;
+    // The longest answer, "a red circle, a yellow circle and a green triangle", is 11 tokens + EOS
+    // with the demo tokenizer; a cut-off answer counts as wrong, so leave room.
+    int maxNewTokens = 16;
 };
 
 struct DemoEvalItem {

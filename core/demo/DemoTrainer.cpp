@@ -276,19 +276,22 @@ struct Net {
 
     // GQA attention of queries q [B, H, N, hd] over keys/values [B, H_kv, M, hd] with an additive
     // mask broadcastable to [B, H_kv, G, N, M]. Returns [B, N, H*hd].
-    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) const {
+    // With `probsOut`, the attention probabilities [B, H, N, M] are stored there.
+    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, Tensor* probsOut = nullptr) const {
         const int64_t b = q.size(0), h = q.size(1), n = q.size(2), hd = q.size(3), hkv = k.size(1), g = h / hkv, m = k.size(2);
         Tensor qg = q.reshape({b, hkv, g * n, hd});
         Tensor scores = (at::matmul(qg, k.transpose(-1, -2)) / std::sqrt(double(hd))).view({b, hkv, g, n, m}) + mask;
         Tensor probs = at::softmax(scores, -1).view({b, hkv, g * n, m});
+        if (probsOut) *probsOut = probs.view({b, h, n, m});   // head kvHead * g + j, as q's heads
         return at::matmul(probs, v).view({b, h, n, hd}).transpose(1, 2).reshape({b, n, h * hd});
     }
 
     // One decoder layer over the packed batch x [B, P+S, D]: P shared prefix tokens then S
     // segment tokens. With `segmentsOnly` (the last layer) only the segment rows are computed
-    // past K/V (nothing reads the prefix rows' outputs) and [B, S, D] is returned.
+    // past K/V (nothing reads the prefix rows' outputs) and [B, S, D] is returned. With
+    // `segmentProbs`, the segment queries' attention probabilities [B, H, S, P+S] are stored there.
     Tensor llamaLayer(const Tensor& x, int i, int64_t prefixLen, const Tensor& cos, const Tensor& sin, const Tensor& prefixMask,
-                      const Tensor& segmentMask, bool segmentsOnly) const {
+                      const Tensor& segmentMask, bool segmentsOnly, Tensor* segmentProbs = nullptr) const {
         const std::string l = kT + "layers." + std::to_string(i) + ".";
         const int64_t b = x.size(0), t = x.size(1), s = t - prefixLen;
         const int64_t h = c.text.numHeads, hkv = c.text.numKvHeads, hd = c.text.headDim;
@@ -301,7 +304,7 @@ struct Net {
         // Segment queries see every prefix key and their own segment, causally.
         Tensor qS = rope(at::linear(y.narrow(1, prefixLen, s), wq).view({b, s, h, hd}).transpose(1, 2), cos.narrow(2, prefixLen, s),
                          sin.narrow(2, prefixLen, s));
-        Tensor outS = attention(qS, k, v, segmentMask);
+        Tensor outS = attention(qS, k, v, segmentMask, segmentProbs);
         if (segmentsOnly) {
             Tensor xs = x.narrow(1, prefixLen, s) + at::linear(outS, wo);
             return xs + mlp(xs, l);
@@ -322,7 +325,46 @@ struct Segment {
     std::vector<int64_t> tokens;   // after-image prompt tokens, answer tokens, EOS
     int answerStart = 0;           // index in tokens of the first answer token
     QuestionType type = QuestionType::Color;
+    std::vector<int> answerItem;   // descriptions: per answer token and EOS, the item it spells (-1: separator, EOS)
 };
+
+// The items of a description, "a red circle, a yellow circle and a green triangle" -> their
+// [begin, end) character spans.
+std::vector<std::pair<size_t, size_t>> describedItems(const std::string& text) {
+    std::vector<std::pair<size_t, size_t>> spans;
+    size_t begin = 0;
+    while (begin <= text.size()) {
+        const size_t comma = text.find(", ", begin), andWord = text.find(" and ", begin);
+        const size_t end = std::min({comma, andWord, text.size()});
+        spans.push_back({begin, end});
+        if (end == text.size()) break;
+        begin = end + (end == comma ? 2 : 5);
+    }
+    return spans;
+}
+
+// Which item each answer token of a description spells: the item holding the token's first
+// non-space character, found by decoding the answer one token further at a time.
+std::vector<int> itemOfEachToken(const Tokenizer& tok, const std::vector<int64_t>& answer, const std::string& text) {
+    const std::vector<std::pair<size_t, size_t>> items = describedItems(text);
+    std::vector<int> out;
+    size_t done = 0;
+    for (size_t t = 0; t < answer.size(); ++t) {
+        std::string prefix = tok.decode(std::vector<int64_t>(answer.begin(), answer.begin() + static_cast<std::ptrdiff_t>(t + 1)));
+        if (!prefix.empty() && prefix[0] == ' ') prefix.erase(0, 1);
+        if (prefix.size() < done || text.compare(0, prefix.size(), prefix) != 0)
+            throw Error("demo trainer: the tokens of \"" + text + "\" do not decode to it piece by piece");
+        size_t first = done;
+        while (first < prefix.size() && prefix[first] == ' ') ++first;
+        int item = -1;
+        for (size_t k = 0; k < items.size(); ++k)
+            if (first < prefix.size() && first >= items[k].first && first < items[k].second) item = static_cast<int>(k);
+        out.push_back(item);
+        done = prefix.size();
+    }
+    out.push_back(-1);   // EOS
+    return out;
+}
 
 class SegmentCache {
 public:
@@ -354,6 +396,8 @@ public:
         s.answerStart = static_cast<int>(s.tokens.size());
         s.tokens.insert(s.tokens.end(), full.begin() + static_cast<std::ptrdiff_t>(compact.size()), full.end());
         s.tokens.push_back(tok_.eosId());
+        if (qa.type == QuestionType::Describe)
+            s.answerItem = itemOfEachToken(tok_, std::vector<int64_t>(s.tokens.begin() + s.answerStart, s.tokens.end() - 1), qa.answer);
         return cache_.emplace(key, std::move(s)).first->second;
     }
 
@@ -363,10 +407,55 @@ private:
     std::unordered_map<std::string, Segment> cache_;
 };
 
+// Where a question's answer is read from (see DemoTrainOptions::groundingWeight): grid cells, and
+// for a description, the cells of each item it names.
+struct Grounding {
+    std::vector<int64_t> cells;
+    std::vector<std::vector<int64_t>> itemCells;
+};
+
 struct Example {
     std::vector<float> pixels;   // CHW
     std::vector<const Segment*> segments;
+    std::vector<Grounding> grounding;   // per segment
 };
+
+// Each grid cell's shape: the one covering most of it (at least 5 %), or -1 for background.
+std::vector<int> cellOwners(const Scene& s) {
+    const int cells = kGridSize * kGridSize;
+    std::vector<float> best(cells, 0.05f);
+    std::vector<int> owner(cells, -1);
+    for (size_t k = 0; k < s.shapes.size(); ++k) {
+        const std::vector<float> cov = gridCoverage(s.shapes[k]);
+        for (int c = 0; c < cells; ++c)
+            if (cov[c] >= best[c]) best[c] = cov[c], owner[c] = int(k);
+    }
+    return owner;
+}
+
+// The cells a question's answer lives in: its shape's (colour, shape, position, "yes" exists), all
+// shapes' (count, describe), none for "no" exists (there is nothing to look at); for a
+// description also each named item's cells (every shape of that colour and kind).
+Grounding groundingOf(const QA& qa, const Scene& scene, const std::vector<int>& owner) {
+    Grounding g;
+    auto cellsWhere = [&](const std::function<bool(int)>& shapeMatches) {
+        std::vector<int64_t> out;
+        for (size_t c = 0; c < owner.size(); ++c)
+            if (owner[c] >= 0 && shapeMatches(owner[c])) out.push_back(static_cast<int64_t>(c));
+        return out;
+    };
+    const bool wholeScene = qa.type == QuestionType::Count || qa.type == QuestionType::Describe;
+    g.cells = cellsWhere([&](int k) { return wholeScene || k == qa.shapeIndex; });
+    if (qa.type == QuestionType::Describe)
+        for (const auto& [begin, end] : describedItems(qa.answer)) {
+            const std::string item = qa.answer.substr(begin, end - begin);
+            g.itemCells.push_back(cellsWhere([&](int k) {
+                const Shape& sh = scene.shapes[size_t(k)];
+                return item == std::string("a ") + colorName(sh.color) + " " + kindName(sh.kind);
+            }));
+        }
+    return g;
+}
 
 // The training questions of one scene: every Color/Shape/Position question that applies, Count,
 // Describe, and two Exists questions (one yes, one no).
@@ -390,7 +479,11 @@ std::vector<QA> trainingQuestions(const Scene& scene, Rng& rng) {
 Example makeExample(const Scene& scene, const std::vector<QA>& questions, SegmentCache& segments, const ClipPreprocessConfig& pre) {
     Example e;
     e.pixels = clipPreprocess(render(scene), pre).pixels;
-    for (const QA& qa : questions) e.segments.push_back(&segments.get(qa));
+    const std::vector<int> owner = cellOwners(scene);
+    for (const QA& qa : questions) {
+        e.segments.push_back(&segments.get(qa));
+        e.grounding.push_back(groundingOf(qa, scene, owner));
+    }
     return e;
 }
 
@@ -402,6 +495,8 @@ struct Batch {
     Tensor segmentMask;     // [B, 1, 1, S, T]
     Tensor lossRows;        // [N] rows of the flattened [B*S] segment outputs that predict an answer token
     Tensor targets;         // [N]
+    Tensor groundedRows;    // [G] indices into the N loss rows that have grounding cells
+    Tensor groundingMask;   // [G, 576] 1 on those rows' grounding cells
     int64_t prefixLen = 0, imageStart = 0, segLen = 0;
     int64_t tokens = 0;     // real (non-padding) tokens
     // For validation: each loss row's (example, segment) and the segment's type.
@@ -426,7 +521,8 @@ Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>
     const int64_t T = P + S;
     std::vector<int64_t> ids(static_cast<size_t>(b * T), 0), positions(static_cast<size_t>(b * T), 0);
     std::vector<float> segMask(static_cast<size_t>(b * S * T), -std::numeric_limits<float>::infinity());
-    std::vector<int64_t> rows, targets;
+    std::vector<int64_t> rows, targets, groundedRows;
+    std::vector<float> groundingMask;
     std::vector<float> pixels;
     pixels.reserve(static_cast<size_t>(b) * 3 * kImageSize * kImageSize);
     for (int64_t i = 0; i < b; ++i) {
@@ -446,6 +542,14 @@ Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>
                 positions[size_t(i * T + col)] = P + j;
                 segOf[size_t(at + j)] = static_cast<int64_t>(si);
                 if (j + 1 >= seg.answerStart) {   // predicts an answer token or EOS
+                    const Grounding& g = e.grounding[si];
+                    const int item = seg.answerItem.empty() ? -1 : seg.answerItem[size_t(j + 1 - seg.answerStart)];
+                    const std::vector<int64_t>& cells = item >= 0 ? g.itemCells.at(size_t(item)) : g.cells;
+                    if (!cells.empty()) {
+                        groundedRows.push_back(static_cast<int64_t>(rows.size()));
+                        groundingMask.resize(groundingMask.size() + size_t(imageTokens), 0.0f);
+                        for (int64_t cell : cells) groundingMask[groundingMask.size() - size_t(imageTokens) + size_t(cell)] = 1.0f;
+                    }
                     rows.push_back(i * S + at + j);
                     targets.push_back(seg.tokens[size_t(j + 1)]);
                     bt.rowOwner.push_back({static_cast<int>(i), static_cast<int>(si)});
@@ -473,11 +577,18 @@ Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>
     bt.segmentMask = at::from_blob(segMask.data(), {b, 1, 1, S, T}, at::kFloat).clone();
     bt.lossRows = at::from_blob(rows.data(), {static_cast<int64_t>(rows.size())}, longOpts).clone();
     bt.targets = at::from_blob(targets.data(), {static_cast<int64_t>(targets.size())}, longOpts).clone();
+    const int64_t g = static_cast<int64_t>(groundedRows.size());
+    bt.groundedRows = at::from_blob(groundedRows.data(), {g}, longOpts).clone();
+    bt.groundingMask = at::from_blob(groundingMask.data(), {g, imageTokens}, at::kFloat).clone();
     return bt;
 }
 
-// Logits [N, V] of the batch's loss rows.
-Tensor forwardLogits(const Net& net, const Batch& bt) {
+// The decoder layer and head whose attention the grounding loss guides (see DemoTrainOptions).
+int groundingLayer(const ModelConfig& c) { return std::max(0, c.text.numLayers - 2); }
+
+// Logits [N, V] of the batch's loss rows. With `groundingMass`, also the attention mass [G] that
+// head 0 of groundingLayer puts on each grounded row's cells.
+Tensor forwardLogits(const Net& net, const Batch& bt, Tensor* groundingMass = nullptr) {
     const ModelConfig& c = net.c;
     const Parameters& p = net.p;
     Tensor features = net.encodeImages(bt.pixels);   // [B, 576, D]
@@ -486,8 +597,19 @@ Tensor forwardLogits(const Net& net, const Batch& bt) {
     Tensor x = at::cat({embeds.narrow(1, 0, bt.imageStart), features,
                         embeds.narrow(1, bt.imageStart + n, T - bt.imageStart - n)},
                        1);
-    for (int i = 0; i < c.text.numLayers; ++i)
-        x = net.llamaLayer(x, i, bt.prefixLen, bt.cos, bt.sin, bt.prefixMask, bt.segmentMask, i + 1 == c.text.numLayers);
+    Tensor probs;
+    for (int i = 0; i < c.text.numLayers; ++i) {
+        const bool guided = groundingMass && i == groundingLayer(c);
+        x = net.llamaLayer(x, i, bt.prefixLen, bt.cos, bt.sin, bt.prefixMask, bt.segmentMask, i + 1 == c.text.numLayers,
+                           guided ? &probs : nullptr);
+    }
+    if (groundingMass) {
+        // Head 0's probabilities over the image tokens, on the loss rows that have grounding cells.
+        const int64_t b = probs.size(0), s = probs.size(2);
+        Tensor onImage = probs.select(1, 0).narrow(2, bt.imageStart, n).reshape({b * s, n});
+        Tensor grounded = onImage.index_select(0, bt.lossRows).index_select(0, bt.groundedRows);
+        *groundingMass = (grounded * bt.groundingMask).sum(1);
+    }
     Tensor rows = x.reshape({-1, x.size(2)}).index_select(0, bt.lossRows);
     return at::linear(net.rmsNorm(rows, p(kT + "norm.weight")), p("language_model.lm_head.weight"));
 }
@@ -578,14 +700,7 @@ VisionBatch makeVisionBatch(uint64_t seed, int64_t step, int images) {
         const Scene s = generateScene(trainSceneId(seed, (1ull << 31) + uint64_t(step) * uint64_t(images) + uint64_t(i)));
         const std::vector<float> px = clipPreprocess(render(s), pre).pixels;
         vb.pixels.insert(vb.pixels.end(), px.begin(), px.end());
-        // Each cell belongs to the shape covering most of it (at least 5 %), if any.
-        std::vector<float> best(cells, 0.05f);
-        std::vector<int> owner(cells, -1);
-        for (size_t k = 0; k < s.shapes.size(); ++k) {
-            const std::vector<float> cov = gridCoverage(s.shapes[k]);
-            for (int c = 0; c < cells; ++c)
-                if (cov[c] >= best[c]) best[c] = cov[c], owner[c] = int(k);
-        }
+        const std::vector<int> owner = cellOwners(s);
         for (size_t k = 0; k < s.shapes.size(); ++k) {
             std::vector<float> row(static_cast<size_t>(images) * cells, 0.0f);
             int n = 0;
@@ -596,11 +711,12 @@ VisionBatch makeVisionBatch(uint64_t seed, int64_t step, int images) {
             vb.shapeMask.insert(vb.shapeMask.end(), row.begin(), row.end());
             vb.shapeKinds.push_back(int(s.shapes[k].kind));
         }
-        // The kind only on boundary cells: interior cells look alike whatever the shape.
+        // Every cell of a shape carries all three of its labels, interior cells included (the
+        // tower's attention carries the kind in from the edges): the decoder then finds "the
+        // red circle" by one attention over tokens that each say both red and circle.
         for (int c = 0; c < cells; ++c) {
             const Shape* sh = owner[c] < 0 ? nullptr : &s.shapes[owner[c]];
-            const bool boundary = sh && best[c] < 0.95f;
-            vb.cellLabels[0].push_back(boundary ? int(sh->kind) : kObjectClasses[0]);
+            vb.cellLabels[0].push_back(sh ? int(sh->kind) : kObjectClasses[0]);
             vb.cellLabels[1].push_back(sh ? int(sh->color) : kObjectClasses[1]);
             vb.cellLabels[2].push_back(sh ? positionIndex(*sh) : kObjectClasses[2]);
         }
@@ -761,6 +877,9 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     std::vector<torch::optim::OptimizerParamGroup> groups;
     // Four groups: (weight decay or not) x (vision tower or not); the tower, pretrained in stage 0,
     // learns at visionLrScale times the rate so the decoder's early noise does not wash it out.
+    // The default freezes it: its stage-0 features already say colour, kind and place on every
+    // shape cell, a frozen tower costs no backward pass (stage 1 runs ~20 % faster), and nothing
+    // in stage 1 can teach background tokens about the shapes (which would break steering).
     std::vector<double> groupScale;
     {
         std::set<const void*> vision;
@@ -772,14 +891,19 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
                 for (const Tensor& t : decay ? params.decay : params.noDecay)
                     if (bool(vision.count(t.unsafeGetTensorImpl())) == bool(isVision)) members.push_back(t);
                 if (members.empty()) continue;
+                if (isVision && vp.steps > 0 && o.visionLrScale == 0) {
+                    // A frozen tower: no gradient flows into it at all (and none is computed).
+                    for (Tensor& t : members) t.set_requires_grad(false);
+                    continue;
+                }
                 groups.emplace_back(members, std::make_unique<AdamWOptions>(
                                                  AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(decay ? o.weightDecay : 0.0)));
                 groupScale.push_back(isVision && vp.steps > 0 ? o.visionLrScale : 1.0);
             }
     }
     AdamW optimizer(std::move(groups), AdamWOptions(o.learningRate));
-    std::vector<Tensor> allTrainable = params.decay;
-    allTrainable.insert(allTrainable.end(), params.noDecay.begin(), params.noDecay.end());
+    std::vector<Tensor> allTrainable;
+    for (const auto& g : optimizer.param_groups()) allTrainable.insert(allTrainable.end(), g.params().begin(), g.params().end());
 
     SegmentCache segments(tok);
     const ClipPreprocessConfig pre;   // the defaults = what preprocessor_config.json says
@@ -812,7 +936,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     Rng dataRng(mixSeed(o.seed, 0xDA7A));
     uint64_t sceneIndex = 0;
     std::vector<double> recentLoss;
-    double emaLoss = -1, tokensSinceLog = 0, timeAtLog = 0;
+    double emaLoss = -1, emaMass = -1, tokensSinceLog = 0, timeAtLog = 0;
     for (int64_t step = 0;; ++step) {
         const double pr = progress(step);
         if ((o.steps > 0 && step >= o.steps) || (budget > 0 && secondsSince(t0) >= budget)) break;
@@ -847,13 +971,23 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         }
         const Batch bt = makeBatch(examples, segments.prefixBeforeImage(), imageTokens, net);
         optimizer.zero_grad();
-        Tensor loss = at::cross_entropy_loss(forwardLogits(net, bt), bt.targets);
-        loss.backward();
+        Tensor mass;
+        Tensor loss = at::cross_entropy_loss(forwardLogits(net, bt, o.groundingWeight > 0 ? &mass : nullptr), bt.targets);
+        Tensor total = loss;
+        if (o.groundingWeight > 0 && mass.numel() > 0) {
+            total = loss + o.groundingWeight * (-(mass + 1e-6).log()).mean();
+            const double m = mass.mean().item<double>();
+            if (emaMass < 0) result.firstGroundingMass = m;
+            emaMass = emaMass < 0 ? m : 0.95 * emaMass + 0.05 * m;
+            result.groundingMass = emaMass;
+        }
+        total.backward();
         if (o.gradClip > 0) torch::nn::utils::clip_grad_norm_(allTrainable, o.gradClip);
         optimizer.step();
 
         const double l = loss.item<double>();
         if (!std::isfinite(l)) throw Error("train-demo: the loss became " + std::to_string(l) + " at step " + std::to_string(step));
+        if (step == 0) result.firstLoss = l;
         emaLoss = emaLoss < 0 ? l : 0.95 * emaLoss + 0.05 * l;
         recentLoss.push_back(l);
         if (recentLoss.size() > 50) recentLoss.erase(recentLoss.begin());
@@ -867,8 +1001,8 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
             if (o.steps > 0) eta = elapsed / double(step + 1) * double(o.steps - step - 1);
             if (budget > 0) eta = eta > 0 ? std::min(eta, budget - elapsed) : budget - elapsed;
             char buf[256];
-            std::snprintf(buf, sizeof buf, "step %6lld  loss %.4f (avg %.4f)  lr %.2e  %.0f tok/s  %.2f img/s  elapsed %s  eta %s",
-                          static_cast<long long>(step + 1), l, emaLoss, lr, tokensSinceLog / std::max(1e-9, elapsed - timeAtLog),
+            std::snprintf(buf, sizeof buf, "step %6lld  loss %.4f (avg %.4f)  grounding %.2f  lr %.2e  %.0f tok/s  %.2f img/s  elapsed %s  eta %s",
+                          static_cast<long long>(step + 1), l, emaLoss, emaMass, lr, tokensSinceLog / std::max(1e-9, elapsed - timeAtLog),
                           double(result.images) / std::max(1e-9, elapsed), formatDuration(elapsed).c_str(), formatDuration(eta).c_str());
             log(buf);
             tokensSinceLog = 0;

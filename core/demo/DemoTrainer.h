@@ -9,7 +9,9 @@
 //   [BOS USER : ▁ <image>×576] [▁ \n q1 ASSISTANT : a1 </s>] [▁ \n q2 ASSISTANT : a2 </s>] ...
 // where every question segment sees the shared prefix and itself (never another segment) and takes
 // the positions it would have alone (P, P+1, ...), so each segment computes exactly what the
-// single-question sequence computes. The loss is on the answer tokens and EOS only.
+// single-question sequence computes. The language-model loss is on the answer tokens and EOS only;
+// beside it, a grounding loss guides one attention head to the cells the answer is read from
+// (DemoTrainOptions::groundingWeight), and stage 0 trains the tower alone on per-cell labels.
 //
 // Deterministic for a given seed, step count and thread count (one thread is the default).
 #include "model/Config.h"
@@ -57,7 +59,13 @@ struct DemoTrainOptions {
     int visionPretrainBatch = 8;
     double visionPretrainLr = 2e-3;
     double visionPretrainFraction = 0.3;
-    double visionLrScale = 0.3;      // stage 1: the pretrained tower's learning rate relative to the rest
+    double visionLrScale = 0;        // stage 1: the pretrained tower's learning rate relative to the rest (0 = frozen)
+    // Grounding: an auxiliary loss, -log of the attention mass that head 0 of decoder layer L-2
+    // puts on the cells the answer lives in (the asked-about shape; all shapes for count and
+    // describe), at every answer position. It teaches the retrieval the answers need ("look at the
+    // circle") directly instead of leaving it to be found through the answers alone, where a from-
+    // scratch decoder plateaus at guessing the colour of some shape. 0 = off.
+    double groundingWeight = 1.0;
     std::string questionTypes;       // training only these types (comma-separated names; "" = all six)
     DemoModelSizes sizes;
     std::string dtype = "f32";       // on-disk dtype of model.safetensors: f32 | f16
@@ -69,7 +77,10 @@ struct DemoTrainResult {
     int64_t steps = 0;
     int64_t images = 0;
     double seconds = 0;
-    double finalLoss = 0;            // mean loss over the last 50 steps
+    double firstLoss = 0;            // the first step's answer loss
+    double finalLoss = 0;            // mean answer loss over the last 50 steps
+    double firstGroundingMass = -1;  // the grounded head's attention mass on the answer's cells: first step
+    double groundingMass = -1;       // ... and its running mean at the end (-1: grounding off)
     double validationAccuracy = -1;  // last validation's overall exact match (teacher-forced), -1 if none
 };
 
