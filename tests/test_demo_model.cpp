@@ -319,12 +319,15 @@ private slots:
             std::printf("  %-9s %3d / %3d\n", questionTypeName(QuestionType(t)), r.correct[t], r.total[t]);
         std::printf("  overall   %.1f%% of %d questions, %.0f s\n", 100 * r.overall(), r.questions(), r.seconds);
         QVERIFY(r.questions() >= 60 * 4);
-        // Bounds for the model shipped now (an interim one: the 95 % target is not reached
-        // yet). A model blind to the image scores at most ~30 % overall and <= 40 % on colour and
-        // count (answer priors); the shipped one clearly reads the image.
-        QVERIFY2(r.overall() >= 0.42, qPrintable(QString("overall accuracy %1").arg(r.overall())));
-        QVERIFY2(r.accuracy(QuestionType::Color) >= 0.55, "color");
-        QVERIFY2(r.accuracy(QuestionType::Count) >= 0.65, "count");
+        // Bounds a little under what the shipped model scores here (91.6 % overall; colour, shape and
+        // count all right, position 44/58, describe 48/60). A model blind to the image scores at
+        // most ~30 % overall and <= 40 % on colour and count (answer priors).
+        QVERIFY2(r.overall() >= 0.85, qPrintable(QString("overall accuracy %1").arg(r.overall())));
+        const std::pair<QuestionType, double> bounds[] = {{QuestionType::Color, 0.9},  {QuestionType::Shape, 0.9},
+                                                          {QuestionType::Count, 0.9},  {QuestionType::Exists, 0.85},
+                                                          {QuestionType::Position, 0.6}, {QuestionType::Describe, 0.7}};
+        for (const auto& [type, bound] : bounds)
+            QVERIFY2(r.accuracy(type) >= bound, qPrintable(QString("%1: %2 < %3").arg(questionTypeName(type)).arg(r.accuracy(type)).arg(bound)));
     }
 
 private:

@@ -38,15 +38,15 @@ private slots:
         demo::ColorFlipOptions o;
         o.scenes = 40;
         o.seed = 1;   // held out: the vectors come from seed 0
-        o.cv = 48;
+        o.cv = 16;   // the README's strength: the smallest of 8, 16, 32, 48 that flips every scene
         o.mode = PlanMode(mode);
         const demo::ColorFlipResult r = demo::measureColorFlip(model_, vectors_, o);
         const QString numbers = QString("%1 scenes: unsteered red %2, circle -> blue %3, background -> blue %4")
                                     .arg(r.scenes).arg(r.rate(r.baselineRed)).arg(r.rate(r.flippedOnCircle)).arg(r.rate(r.flippedOnBackground));
         qInfo().noquote() << numbers;
         QVERIFY2(r.scenes >= 30, qPrintable(numbers));
-        QVERIFY2(r.rate(r.baselineRed) >= 0.6, qPrintable(numbers));          // the model sees the red circle
-        QVERIFY2(r.rate(r.flippedOnCircle) >= 0.6, qPrintable(numbers));      // the edit where it is painted works
+        QVERIFY2(r.rate(r.baselineRed) >= 0.9, qPrintable(numbers));          // the model sees the red circle
+        QVERIFY2(r.rate(r.flippedOnCircle) >= 0.9, qPrintable(numbers));      // the edit where it is painted works (issue: >= 90 %)
         QVERIFY2(r.rate(r.flippedOnBackground) <= 0.1, qPrintable(numbers));  // and is local: background does nothing
     }
 };

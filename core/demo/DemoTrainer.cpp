@@ -325,46 +325,7 @@ struct Segment {
     std::vector<int64_t> tokens;   // after-image prompt tokens, answer tokens, EOS
     int answerStart = 0;           // index in tokens of the first answer token
     QuestionType type = QuestionType::Color;
-    std::vector<int> answerItem;   // descriptions: per answer token and EOS, the item it spells (-1: separator, EOS)
 };
-
-// The items of a description, "a red circle, a yellow circle and a green triangle" -> their
-// [begin, end) character spans.
-std::vector<std::pair<size_t, size_t>> describedItems(const std::string& text) {
-    std::vector<std::pair<size_t, size_t>> spans;
-    size_t begin = 0;
-    while (begin <= text.size()) {
-        const size_t comma = text.find(", ", begin), andWord = text.find(" and ", begin);
-        const size_t end = std::min({comma, andWord, text.size()});
-        spans.push_back({begin, end});
-        if (end == text.size()) break;
-        begin = end + (end == comma ? 2 : 5);
-    }
-    return spans;
-}
-
-// Which item each answer token of a description spells: the item holding the token's first
-// non-space character, found by decoding the answer one token further at a time.
-std::vector<int> itemOfEachToken(const Tokenizer& tok, const std::vector<int64_t>& answer, const std::string& text) {
-    const std::vector<std::pair<size_t, size_t>> items = describedItems(text);
-    std::vector<int> out;
-    size_t done = 0;
-    for (size_t t = 0; t < answer.size(); ++t) {
-        std::string prefix = tok.decode(std::vector<int64_t>(answer.begin(), answer.begin() + static_cast<std::ptrdiff_t>(t + 1)));
-        if (!prefix.empty() && prefix[0] == ' ') prefix.erase(0, 1);
-        if (prefix.size() < done || text.compare(0, prefix.size(), prefix) != 0)
-            throw Error("demo trainer: the tokens of \"" + text + "\" do not decode to it piece by piece");
-        size_t first = done;
-        while (first < prefix.size() && prefix[first] == ' ') ++first;
-        int item = -1;
-        for (size_t k = 0; k < items.size(); ++k)
-            if (first < prefix.size() && first >= items[k].first && first < items[k].second) item = static_cast<int>(k);
-        out.push_back(item);
-        done = prefix.size();
-    }
-    out.push_back(-1);   // EOS
-    return out;
-}
 
 class SegmentCache {
 public:
@@ -396,8 +357,6 @@ public:
         s.answerStart = static_cast<int>(s.tokens.size());
         s.tokens.insert(s.tokens.end(), full.begin() + static_cast<std::ptrdiff_t>(compact.size()), full.end());
         s.tokens.push_back(tok_.eosId());
-        if (qa.type == QuestionType::Describe)
-            s.answerItem = itemOfEachToken(tok_, std::vector<int64_t>(s.tokens.begin() + s.answerStart, s.tokens.end() - 1), qa.answer);
         return cache_.emplace(key, std::move(s)).first->second;
     }
 
@@ -407,17 +366,10 @@ private:
     std::unordered_map<std::string, Segment> cache_;
 };
 
-// Where a question's answer is read from (see DemoTrainOptions::groundingWeight): grid cells, and
-// for a description, the cells of each item it names.
-struct Grounding {
-    std::vector<int64_t> cells;
-    std::vector<std::vector<int64_t>> itemCells;
-};
-
 struct Example {
     std::vector<float> pixels;   // CHW
     std::vector<const Segment*> segments;
-    std::vector<Grounding> grounding;   // per segment
+    std::vector<std::vector<int64_t>> groundingCells;   // per segment: the grid cells its answer is read from (see DemoTrainOptions)
 };
 
 // Each grid cell's shape: the one covering most of it (at least 5 %), or -1 for background.
@@ -434,27 +386,13 @@ std::vector<int> cellOwners(const Scene& s) {
 }
 
 // The cells a question's answer lives in: its shape's (colour, shape, position, "yes" exists), all
-// shapes' (count, describe), none for "no" exists (there is nothing to look at); for a
-// description also each named item's cells (every shape of that colour and kind).
-Grounding groundingOf(const QA& qa, const Scene& scene, const std::vector<int>& owner) {
-    Grounding g;
-    auto cellsWhere = [&](const std::function<bool(int)>& shapeMatches) {
-        std::vector<int64_t> out;
-        for (size_t c = 0; c < owner.size(); ++c)
-            if (owner[c] >= 0 && shapeMatches(owner[c])) out.push_back(static_cast<int64_t>(c));
-        return out;
-    };
+// shapes' (count, describe), none for "no" exists (there is nothing to look at).
+std::vector<int64_t> groundingCells(const QA& qa, const std::vector<int>& owner) {
+    std::vector<int64_t> out;
     const bool wholeScene = qa.type == QuestionType::Count || qa.type == QuestionType::Describe;
-    g.cells = cellsWhere([&](int k) { return wholeScene || k == qa.shapeIndex; });
-    if (qa.type == QuestionType::Describe)
-        for (const auto& [begin, end] : describedItems(qa.answer)) {
-            const std::string item = qa.answer.substr(begin, end - begin);
-            g.itemCells.push_back(cellsWhere([&](int k) {
-                const Shape& sh = scene.shapes[size_t(k)];
-                return item == std::string("a ") + colorName(sh.color) + " " + kindName(sh.kind);
-            }));
-        }
-    return g;
+    for (size_t c = 0; c < owner.size(); ++c)
+        if (owner[c] >= 0 && (wholeScene || owner[c] == qa.shapeIndex)) out.push_back(static_cast<int64_t>(c));
+    return out;
 }
 
 // The training questions of one scene: every Color/Shape/Position question that applies, Count,
@@ -482,7 +420,7 @@ Example makeExample(const Scene& scene, const std::vector<QA>& questions, Segmen
     const std::vector<int> owner = cellOwners(scene);
     for (const QA& qa : questions) {
         e.segments.push_back(&segments.get(qa));
-        e.grounding.push_back(groundingOf(qa, scene, owner));
+        e.groundingCells.push_back(groundingCells(qa, owner));
     }
     return e;
 }
@@ -542,9 +480,7 @@ Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>
                 positions[size_t(i * T + col)] = P + j;
                 segOf[size_t(at + j)] = static_cast<int64_t>(si);
                 if (j + 1 >= seg.answerStart) {   // predicts an answer token or EOS
-                    const Grounding& g = e.grounding[si];
-                    const int item = seg.answerItem.empty() ? -1 : seg.answerItem[size_t(j + 1 - seg.answerStart)];
-                    const std::vector<int64_t>& cells = item >= 0 ? g.itemCells.at(size_t(item)) : g.cells;
+                    const std::vector<int64_t>& cells = e.groundingCells[si];
                     if (!cells.empty()) {
                         groundedRows.push_back(static_cast<int64_t>(rows.size()));
                         groundingMask.resize(groundingMask.size() + size_t(imageTokens), 0.0f);
