@@ -600,8 +600,8 @@ std::string validate(const Net& net, const Validation& v, const std::vector<int6
 // Stage 0: the vision tower's pretraining. LLaVA-1.5 starts from a pretrained CLIP; we have none,
 // so the tower is first trained on ShapeWorld scenes with labels known from the generator, read
 // from its output hidden_states[-2] by linear heads that are thrown away afterwards:
-//   - every grid cell: the colour and the position word of the shape that covers most of it (or
-//     background), and on a shape's boundary cells its kind (edges are where kinds differ);
+//   - every grid cell: the colour, kind and position word of the shape that covers most of it
+//     (or background);
 //   - every shape: its kind from the plain mean of the tower's output over its cells.
 // This is the readout the decoder needs later (attend to the tokens of one colour or one place,
 // read what is there). Measured without it (15-minute runs): a tower trained only through the
