@@ -433,7 +433,7 @@ struct Batch {
     Tensor segmentMask;     // [B, 1, 1, S, T]
     Tensor lossRows;        // [N] rows of the flattened [B*S] segment outputs that predict an answer token
     Tensor targets;         // [N]
-    Tensor groundedRows;    // [G] indices into the N loss rows that have grounding cells
+    Tensor groundedRows;    // [G] rows of the flattened [B*S] segment outputs that predict an answer token and have grounding cells
     Tensor groundingMask;   // [G, 576] 1 on those rows' grounding cells
     int64_t prefixLen = 0, imageStart = 0, segLen = 0;
     int64_t tokens = 0;     // real (non-padding) tokens
@@ -482,7 +482,7 @@ Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>
                 if (j + 1 >= seg.answerStart) {   // predicts an answer token or EOS
                     const std::vector<int64_t>& cells = e.groundingCells[si];
                     if (!cells.empty()) {
-                        groundedRows.push_back(static_cast<int64_t>(rows.size()));
+                        groundedRows.push_back(i * S + at + j);
                         groundingMask.resize(groundingMask.size() + size_t(imageTokens), 0.0f);
                         for (int64_t cell : cells) groundingMask[groundingMask.size() - size_t(imageTokens) + size_t(cell)] = 1.0f;
                     }
@@ -543,7 +543,7 @@ Tensor forwardLogits(const Net& net, const Batch& bt, Tensor* groundingMass = nu
         // Head 0's probabilities over the image tokens, on the loss rows that have grounding cells.
         const int64_t b = probs.size(0), s = probs.size(2);
         Tensor onImage = probs.select(1, 0).narrow(2, bt.imageStart, n).reshape({b * s, n});
-        Tensor grounded = onImage.index_select(0, bt.lossRows).index_select(0, bt.groundedRows);
+        Tensor grounded = onImage.index_select(0, bt.groundedRows);
         *groundingMass = (grounded * bt.groundingMask).sum(1);
     }
     Tensor rows = x.reshape({-1, x.size(2)}).index_select(0, bt.lossRows);
