@@ -14,7 +14,7 @@ BUILD="${BUILD:-$ROOT/build}"
 KVSTEER="${KVSTEER:-$BUILD/app/kvsteer}"
 OUT="${OUT:-$ROOT/resources/demo-model}"
 IMAGES="${IMAGES:-$ROOT/resources/demo-images}"
-MINUTES="${MINUTES:-55}"
+MINUTES="${MINUTES:-60}"
 STEPS="${STEPS:-0}"
 SEED="${SEED:-0}"
 BATCH="${BATCH:-4}"
@@ -22,7 +22,7 @@ THREADS="${THREADS:-1}"
 EVAL_N="${EVAL_N:-500}"
 VOCAB="${VOCAB:-450}"
 VISION_STEPS="${VISION_STEPS:-6000}"        # stage 0 (vision tower pretraining): at most this many steps
-VISION_FRACTION="${VISION_FRACTION:-0.3}"   # ... and at most this share of MINUTES
+VISION_FRACTION="${VISION_FRACTION:-0.25}"   # ... and at most this share of MINUTES
 VISION_LR_SCALE="${VISION_LR_SCALE:-0}"     # stage 1: the tower's learning rate relative to the rest (0 = frozen)
 
 command -v spm_train >/dev/null || { echo "spm_train not found (apt install sentencepiece)" >&2; exit 1; }

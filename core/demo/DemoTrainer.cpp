@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -325,7 +326,46 @@ struct Segment {
     std::vector<int64_t> tokens;   // after-image prompt tokens, answer tokens, EOS
     int answerStart = 0;           // index in tokens of the first answer token
     QuestionType type = QuestionType::Color;
+    std::vector<int> answerItem;   // descriptions: per answer token and EOS, the item it spells (-1: separator, EOS)
 };
+
+// The items of a description, "a red circle, a yellow circle and a green triangle" -> their
+// [begin, end) character spans.
+std::vector<std::pair<size_t, size_t>> describedItems(const std::string& text) {
+    std::vector<std::pair<size_t, size_t>> spans;
+    size_t begin = 0;
+    while (begin <= text.size()) {
+        const size_t comma = text.find(", ", begin), andWord = text.find(" and ", begin);
+        const size_t end = std::min({comma, andWord, text.size()});
+        spans.push_back({begin, end});
+        if (end == text.size()) break;
+        begin = end + (end == comma ? 2 : 5);
+    }
+    return spans;
+}
+
+// Which item each answer token of a description spells: the item holding the token's first
+// non-space character, found by decoding the answer one token further at a time.
+std::vector<int> itemOfEachToken(const Tokenizer& tok, const std::vector<int64_t>& answer, const std::string& text) {
+    const std::vector<std::pair<size_t, size_t>> items = describedItems(text);
+    std::vector<int> out;
+    size_t done = 0;
+    for (size_t t = 0; t < answer.size(); ++t) {
+        std::string prefix = tok.decode(std::vector<int64_t>(answer.begin(), answer.begin() + static_cast<std::ptrdiff_t>(t + 1)));
+        if (!prefix.empty() && prefix[0] == ' ') prefix.erase(0, 1);
+        if (prefix.size() < done || text.compare(0, prefix.size(), prefix) != 0)
+            throw Error("demo trainer: the tokens of \"" + text + "\" do not decode to it piece by piece");
+        size_t first = done;
+        while (first < prefix.size() && prefix[first] == ' ') ++first;
+        int item = -1;
+        for (size_t k = 0; k < items.size(); ++k)
+            if (first < prefix.size() && first >= items[k].first && first < items[k].second) item = static_cast<int>(k);
+        out.push_back(item);
+        done = prefix.size();
+    }
+    out.push_back(-1);   // EOS
+    return out;
+}
 
 class SegmentCache {
 public:
@@ -357,6 +397,8 @@ public:
         s.answerStart = static_cast<int>(s.tokens.size());
         s.tokens.insert(s.tokens.end(), full.begin() + static_cast<std::ptrdiff_t>(compact.size()), full.end());
         s.tokens.push_back(tok_.eosId());
+        if (qa.type == QuestionType::Describe)
+            s.answerItem = itemOfEachToken(tok_, std::vector<int64_t>(s.tokens.begin() + s.answerStart, s.tokens.end() - 1), qa.answer);
         return cache_.emplace(key, std::move(s)).first->second;
     }
 
@@ -366,10 +408,17 @@ private:
     std::unordered_map<std::string, Segment> cache_;
 };
 
+// Where a question's answer is read from (see DemoTrainOptions::groundingWeight): grid cells, and
+// for a description, the cells of each item it names.
+struct Grounding {
+    std::vector<int64_t> cells;
+    std::vector<std::vector<int64_t>> itemCells;
+};
+
 struct Example {
     std::vector<float> pixels;   // CHW
     std::vector<const Segment*> segments;
-    std::vector<std::vector<int64_t>> groundingCells;   // per segment: the grid cells its answer is read from (see DemoTrainOptions)
+    std::vector<Grounding> grounding;   // per segment
 };
 
 // Each grid cell's shape: the one covering most of it (at least 5 %), or -1 for background.
@@ -386,13 +435,28 @@ std::vector<int> cellOwners(const Scene& s) {
 }
 
 // The cells a question's answer lives in: its shape's (colour, shape, position, "yes" exists), all
-// shapes' (count, describe), none for "no" exists (there is nothing to look at).
-std::vector<int64_t> groundingCells(const QA& qa, const std::vector<int>& owner) {
-    std::vector<int64_t> out;
+// shapes' (count, describe), none for "no" exists (there is nothing to look at); for a
+// description also each named item's cells (every shape of that colour and kind), so that each
+// word of "a red circle and a blue square" is read from the shape it names.
+Grounding groundingOf(const QA& qa, const Scene& scene, const std::vector<int>& owner) {
+    auto cellsWhere = [&](const std::function<bool(int)>& shapeMatches) {
+        std::vector<int64_t> out;
+        for (size_t c = 0; c < owner.size(); ++c)
+            if (owner[c] >= 0 && shapeMatches(owner[c])) out.push_back(static_cast<int64_t>(c));
+        return out;
+    };
+    Grounding g;
     const bool wholeScene = qa.type == QuestionType::Count || qa.type == QuestionType::Describe;
-    for (size_t c = 0; c < owner.size(); ++c)
-        if (owner[c] >= 0 && (wholeScene || owner[c] == qa.shapeIndex)) out.push_back(static_cast<int64_t>(c));
-    return out;
+    g.cells = cellsWhere([&](int k) { return wholeScene || k == qa.shapeIndex; });
+    if (qa.type == QuestionType::Describe)
+        for (const auto& [begin, end] : describedItems(qa.answer)) {
+            const std::string item = qa.answer.substr(begin, end - begin);
+            g.itemCells.push_back(cellsWhere([&](int k) {
+                const Shape& sh = scene.shapes[size_t(k)];
+                return item == std::string("a ") + colorName(sh.color) + " " + kindName(sh.kind);
+            }));
+        }
+    return g;
 }
 
 // The training questions of one scene: every Color/Shape/Position question that applies, Count,
@@ -420,7 +484,7 @@ Example makeExample(const Scene& scene, const std::vector<QA>& questions, Segmen
     const std::vector<int> owner = cellOwners(scene);
     for (const QA& qa : questions) {
         e.segments.push_back(&segments.get(qa));
-        e.groundingCells.push_back(groundingCells(qa, owner));
+        e.grounding.push_back(groundingOf(qa, scene, owner));
     }
     return e;
 }
@@ -480,7 +544,9 @@ Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>
                 positions[size_t(i * T + col)] = P + j;
                 segOf[size_t(at + j)] = static_cast<int64_t>(si);
                 if (j + 1 >= seg.answerStart) {   // predicts an answer token or EOS
-                    const std::vector<int64_t>& cells = e.groundingCells[si];
+                    const Grounding& g = e.grounding[si];
+                    const int item = seg.answerItem.empty() ? -1 : seg.answerItem[size_t(j + 1 - seg.answerStart)];
+                    const std::vector<int64_t>& cells = item >= 0 ? g.itemCells.at(size_t(item)) : g.cells;
                     if (!cells.empty()) {
                         groundedRows.push_back(i * S + at + j);
                         groundingMask.resize(groundingMask.size() + size_t(imageTokens), 0.0f);
@@ -601,13 +667,15 @@ std::string validate(const Net& net, const Validation& v, const std::vector<int6
 // so the tower is first trained on ShapeWorld scenes with labels known from the generator, read
 // from its output hidden_states[-2] by linear heads that are thrown away afterwards:
 //   - every grid cell: the colour, kind and position word of the shape that covers most of it
-//     (or background);
+//     (or background), and the row third and column third of that shape's centre (the position
+//     word alone teaches the row only in the middle column, where left/right do not win);
 //   - every shape: its kind from the plain mean of the tower's output over its cells.
 // This is the readout the decoder needs later (attend to the tokens of one colour or one place,
 // read what is there). Measured without it (15-minute runs): a tower trained only through the
 // decoder's answers learns colours, but shapes and positions stay near chance.
 
-constexpr int kObjectClasses[3] = {kNumKinds, kNumColors, 5};
+constexpr int kGroups = 5;   // kind, colour, position word, row third, column third
+constexpr int kObjectClasses[kGroups] = {kNumKinds, kNumColors, 5, 3, 3};
 
 int positionIndex(const Shape& sh) {
     static const char* places[] = {"left", "right", "top", "bottom", "center"};
@@ -621,7 +689,7 @@ int positionIndex(const Shape& sh) {
 struct VisionBatch {
     int images = 0;
     std::vector<float> pixels;             // [B, 3, 336, 336]
-    std::vector<int64_t> cellLabels[3];    // kind, colour, position word per cell [B*576]; background = last class
+    std::vector<int64_t> cellLabels[kGroups];   // per cell [B*576]; background = last class
     std::vector<float> shapeMask;          // [shapes, B*576]: uniform weights over each shape's cells
     std::vector<int64_t> shapeKinds;       // [shapes]
 };
@@ -647,7 +715,7 @@ VisionBatch makeVisionBatch(uint64_t seed, int64_t step, int images) {
             vb.shapeMask.insert(vb.shapeMask.end(), row.begin(), row.end());
             vb.shapeKinds.push_back(int(s.shapes[k].kind));
         }
-        // Every cell of a shape carries all three of its labels, interior cells included (the
+        // Every cell of a shape carries all its labels, interior cells included (the
         // tower's attention carries the kind in from the edges): the decoder then finds "the
         // red circle" by one attention over tokens that each say both red and circle.
         for (int c = 0; c < cells; ++c) {
@@ -655,30 +723,33 @@ VisionBatch makeVisionBatch(uint64_t seed, int64_t step, int images) {
             vb.cellLabels[0].push_back(sh ? int(sh->kind) : kObjectClasses[0]);
             vb.cellLabels[1].push_back(sh ? int(sh->color) : kObjectClasses[1]);
             vb.cellLabels[2].push_back(sh ? positionIndex(*sh) : kObjectClasses[2]);
+            auto third = [](double v) { return v < kImageSize / 3.0 ? 0 : (v < 2 * kImageSize / 3.0 ? 1 : 2); };
+            vb.cellLabels[3].push_back(sh ? third(sh->cy) : kObjectClasses[3]);
+            vb.cellLabels[4].push_back(sh ? third(sh->cx) : kObjectClasses[4]);
         }
     }
     return vb;
 }
 
-// The linear head stage 0 reads the tower with (thrown away afterwards): kind+1, colour+1 and
-// position+1 classes, one block after the other.
+// The linear head stage 0 reads the tower with (thrown away afterwards): each group's classes + 1
+// (background), one block after the other.
 struct VisionHeads {
     Tensor cellW, cellB;
 };
 
-// Stage 0's loss for tower output h [B, 576, Dv]; accuracy[3] gets kind (per shape), colour and
-// position (per shape cell). Every label is local to a shape's own cells: no objective asks a
+// Stage 0's loss for tower output h [B, 576, Dv]; accuracy[kGroups] gets kind (per shape) and the
+// other groups (per shape cell). Every label is local to a shape's own cells: no objective asks a
 // background token to know about the scene (an image-level count head did, and the decoder then
 // read colours from background tokens: painting the circle stopped steering it).
-Tensor visionLoss(const Tensor& h, VisionBatch& vb, const VisionHeads& heads, double accuracy[3]) {
+Tensor visionLoss(const Tensor& h, VisionBatch& vb, const VisionHeads& heads, double accuracy[kGroups]) {
     const int64_t b = vb.images, cells = h.size(1), dv = h.size(2);
     Tensor logits = at::linear(h.reshape({b * cells, dv}), heads.cellW, heads.cellB);   // [B*576, classes]
     Tensor loss;
     int64_t offset = 0;
-    for (int g = 0; g < 3; ++g) {
+    for (int g = 0; g < kGroups; ++g) {
         Tensor lg = logits.narrow(1, offset, kObjectClasses[g] + 1);
         Tensor target = at::from_blob(vb.cellLabels[g].data(), {b * cells}, at::kLong);
-        // Colour also learns shape vs background; kind and position are learned (and scored) on
+        // Colour also learns shape vs background; the other groups are learned (and scored) on
         // the cells that belong to a shape only (background is easy and 90 % of the cells).
         Tensor onShape = target.ne(kObjectClasses[g]).nonzero().squeeze(1);
         if (g != 1 && onShape.numel() > 0) {
@@ -712,7 +783,8 @@ VisionPretrainResult pretrainVision(const DemoTrainOptions& o, Parameters& param
     VisionPretrainResult r;
     if (o.visionPretrainSteps <= 0) return r;
     const int64_t dv = net.c.vision.hiddenSize;
-    const int64_t cellClasses = kObjectClasses[0] + kObjectClasses[1] + kObjectClasses[2] + 3;   // + background each
+    int64_t cellClasses = 0;
+    for (int g = 0; g < kGroups; ++g) cellClasses += kObjectClasses[g] + 1;   // + background each
     at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(mixSeed(o.seed, 0x51A6E0));
     VisionHeads heads;
     heads.cellW = at::normal(0.0, 0.02, {cellClasses, dv}, gen).set_requires_grad(true);
@@ -726,7 +798,7 @@ VisionPretrainResult pretrainVision(const DemoTrainOptions& o, Parameters& param
     AdamW optimizer(all, AdamWOptions(o.visionPretrainLr).betas({0.9, 0.98}).weight_decay(0.0));
 
     const auto t0 = std::chrono::steady_clock::now();
-    double ema[3] = {-1, -1, -1};
+    double ema[kGroups] = {-1, -1, -1, -1, -1};
     for (int64_t step = 0; step < o.visionPretrainSteps; ++step) {
         if (budgetSeconds > 0 && secondsSince(t0) >= budgetSeconds) break;
         // Warmup over 5 %, then cosine down to a tenth, by steps or by time, whichever is further.
@@ -740,9 +812,9 @@ VisionPretrainResult pretrainVision(const DemoTrainOptions& o, Parameters& param
         VisionBatch vb = makeVisionBatch(o.seed, step, o.visionPretrainBatch);
         Tensor pix = at::from_blob(vb.pixels.data(), {vb.images, 3, kImageSize, kImageSize}, at::kFloat);
         optimizer.zero_grad();
-        double acc[3];
+        double acc[kGroups];
         Tensor loss = visionLoss(net.visionFeatures(pix), vb, heads, acc);
-        for (int g = 0; g < 3; ++g) ema[g] = ema[g] < 0 ? acc[g] : 0.95 * ema[g] + 0.05 * acc[g];
+        for (int g = 0; g < kGroups; ++g) ema[g] = ema[g] < 0 ? acc[g] : 0.95 * ema[g] + 0.05 * acc[g];
         loss.backward();
         torch::nn::utils::clip_grad_norm_(all, 1.0);
         optimizer.step();
@@ -750,8 +822,8 @@ VisionPretrainResult pretrainVision(const DemoTrainOptions& o, Parameters& param
         if ((step + 1) % (o.logEvery * 2) == 0 || step == 0) {
             char buf[256];
             std::snprintf(buf, sizeof buf,
-                          "vision step %5lld  loss %.4f  objects: kind %.1f%%  colour %.1f%%  position %.1f%%  lr %.2e  %.1f img/s  elapsed %s",
-                          static_cast<long long>(step + 1), loss.item<double>(), 100 * ema[0], 100 * ema[1], 100 * ema[2], lr,
+                          "vision step %5lld  loss %.4f  objects: kind %.1f%%  colour %.1f%%  position %.1f%% (row %.1f%% col %.1f%%)  lr %.2e  %.1f img/s  elapsed %s",
+                          static_cast<long long>(step + 1), loss.item<double>(), 100 * ema[0], 100 * ema[1], 100 * ema[2], 100 * ema[3], 100 * ema[4], lr,
                           double((step + 1) * vb.images) / std::max(1e-9, secondsSince(t0)), formatDuration(secondsSince(t0)).c_str());
             log(buf);
         }
