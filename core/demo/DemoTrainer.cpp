@@ -1008,9 +1008,11 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
             double eta = 0;
             if (o.steps > 0) eta = elapsed / double(step + 1) * double(o.steps - step - 1);
             if (budget > 0) eta = eta > 0 ? std::min(eta, budget - elapsed) : budget - elapsed;
+            char grounding[32] = "";   // nothing when the grounding loss is off
+            if (emaMass >= 0) std::snprintf(grounding, sizeof grounding, "  grounding %.2f", emaMass);
             char buf[256];
-            std::snprintf(buf, sizeof buf, "step %6lld  loss %.4f (avg %.4f)  grounding %.2f  lr %.2e  %.0f tok/s  %.2f img/s  elapsed %s  eta %s",
-                          static_cast<long long>(step + 1), l, emaLoss, emaMass, lr, tokensSinceLog / std::max(1e-9, elapsed - timeAtLog),
+            std::snprintf(buf, sizeof buf, "step %6lld  loss %.4f (avg %.4f)%s  lr %.2e  %.0f tok/s  %.2f img/s  elapsed %s  eta %s",
+                          static_cast<long long>(step + 1), l, emaLoss, grounding, lr, tokensSinceLog / std::max(1e-9, elapsed - timeAtLog),
                           double(result.images) / std::max(1e-9, elapsed), formatDuration(elapsed).c_str(), formatDuration(eta).c_str());
             log(buf);
             tokensSinceLog = 0;
