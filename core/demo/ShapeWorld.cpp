@@ -385,6 +385,19 @@ std::vector<float> gridMask(const Shape& shape, float threshold, int grid, int i
     return m;
 }
 
+std::vector<int> cellOwners(const Scene& scene) {
+    const int cells = kGridSize * kGridSize;
+    std::vector<float> best(cells, 0.05f);
+    std::vector<int> owner(cells, -1);
+    for (size_t k = 0; k < scene.shapes.size(); ++k) {
+        const std::vector<float> cov = gridCoverage(scene.shapes[k]);
+        for (int c = 0; c < cells; ++c)
+            if (cov[c] >= best[c]) best[c] = cov[c], owner[c] = int(k);
+    }
+    return owner;
+}
+
+
 // ---------------------------------------------------------------------------------------------
 // Steering pairs
 

@@ -150,6 +150,10 @@ GridBox gridBox(const Shape& shape, int grid = kGridSize, int imageSize = kImage
 std::vector<float> gridCoverage(const Shape& shape, int grid = kGridSize, int imageSize = kImageSize);
 std::vector<float> gridMask(const Shape& shape, float threshold = 0.0f, int grid = kGridSize, int imageSize = kImageSize);
 
+// Each grid cell's shape: the index of the one covering most of the cell (at least 5 % of it), or
+// -1 for background (row-major, kGridSize²).
+std::vector<int> cellOwners(const Scene& scene);
+
 // For the steering engine: the same scene with a shape of `kind` in colour `from` and in colour
 // `to`. The scene has exactly one shape of that kind (so "What color is the circle?" has one
 // answer) and, by default, no other shape in either colour. `mask` is the shape's 24×24 grid mask
