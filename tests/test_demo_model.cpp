@@ -8,6 +8,7 @@
 #include "demo/DemoEval.h"
 #include "demo/DemoTrainer.h"
 #include "demo/ShapeWorld.h"
+#include "demo/TrainingBatch.h"
 #include "model/LlavaModel.h"
 #include "pipeline/Prompt.h"
 
@@ -299,6 +300,68 @@ private slots:
         QVERIFY2(r.groundingMass > r.firstGroundingMass + 0.2, qPrintable(numbers));
         const auto trained = LlavaModel::load(o.outDir);
         QCOMPARE(trained->config().name, std::string("kvsteer/shapes-demo"));
+    }
+
+    void descriptionsAreGroundedItemByItem() {
+        // The grounding loss reads each word of a description from the shape it names: every
+        // answer token is assigned to the item ("a red circle") it spells, separators and EOS to
+        // none, and each item's cells are exactly the cells of the shapes it names.
+        const Tokenizer& tok = model_->tokenizer();
+        training::SegmentCache segments(tok);
+        const ClipPreprocessConfig pre;
+        int checked = 0;
+        for (uint64_t i = 0; checked < 12; ++i) {
+            const Scene scene = generateScene(evalSceneId(3, i));
+            if (scene.shapes.size() < 2) continue;
+            ++checked;
+            QA qa;
+            for (const QA& q : allQuestions(scene))
+                if (q.type == QuestionType::Describe) qa = q;
+            // The items, "a red circle, a blue square and a green triangle" -> {"a red circle", ...}.
+            std::vector<std::string> itemText;
+            {
+                std::string rest = qa.answer;
+                for (size_t at; (at = rest.find(" and ")) != std::string::npos;) rest.replace(at, 5, ", ");
+                for (size_t at; (at = rest.find(", ")) != std::string::npos; rest.erase(0, at + 2)) itemText.push_back(rest.substr(0, at));
+                itemText.push_back(rest);
+            }
+            const training::Example e = training::makeExample(scene, {qa}, segments, pre);
+            const training::Segment& seg = *e.segments[0];
+            const training::Grounding& g = e.grounding[0];
+            const std::vector<int64_t> answer(seg.tokens.begin() + seg.answerStart, seg.tokens.end() - 1);
+            QCOMPARE(seg.answerItem.size(), answer.size() + 1);
+            QCOMPARE(seg.answerItem.back(), -1);   // EOS
+            const size_t items = scene.shapes.size();
+            QCOMPARE(itemText.size(), items);
+            QCOMPARE(g.itemCells.size(), items);
+            int last = -1;
+            for (size_t t = 0; t < answer.size(); ++t) {
+                std::string piece = tok.decode({answer[t]});
+                piece.erase(0, piece.find_first_not_of(' '));
+                const int item = seg.answerItem[t];
+                if (piece == "," || piece == "and") {
+                    QVERIFY2(item == -1, qPrintable(QString::fromStdString(qa.answer + ": '" + piece + "'")));
+                    continue;
+                }
+                QVERIFY2(item >= last && item < int(items), qPrintable(QString::fromStdString(qa.answer)));   // in order
+                last = item;
+            }
+            QCOMPARE(last, int(items) - 1);
+            // Item k's cells: the cells owned by a shape whose colour and kind the item names.
+            const std::vector<int> owner = cellOwners(scene);
+            std::set<int64_t> all;
+            for (size_t k = 0; k < items; ++k) {
+                QVERIFY(!g.itemCells[k].empty());
+                for (int64_t c : g.itemCells[k]) {
+                    QVERIFY(owner[size_t(c)] >= 0);
+                    const Shape& sh = scene.shapes[size_t(owner[size_t(c)])];
+                    const std::string named = std::string(colorName(sh.color)) + " " + kindName(sh.kind);
+                    QVERIFY2(itemText[k] == "a " + named, qPrintable(QString::fromStdString(qa.answer + " / " + named)));
+                    all.insert(c);
+                }
+            }
+            QCOMPARE(all, std::set<int64_t>(g.cells.begin(), g.cells.end()));   // together: every shape cell
+        }
     }
 
     void trainingForwardMatchesInference() {

@@ -77,7 +77,6 @@ namespace {
 
 struct Validation {
     std::vector<Example> examples;
-    std::vector<std::vector<QuestionType>> types;
 };
 
 std::string validate(const Net& net, const Validation& v, const std::vector<int64_t>& prefix, int imageTokens, double* overall) {
