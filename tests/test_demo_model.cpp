@@ -1,5 +1,6 @@
 // The bundled demo model (issue 4): ShapeWorld's determinism and answer rules, the tokenizer and
-// directory layout of resources/demo-model, the trainer's forward equal to the inference path, and
+// directory layout of resources/demo-model, the trainer (a short real run; descriptions grounded
+// item by item), the trainer's forward equal to the inference path, and
 // accuracy through the real inference path on fresh scenes with a bound chance cannot reach.
 // (The steering test on this model belongs to the steering engine; see makeColorPair.)
 #include <ATen/ATen.h>   // torch headers before Qt headers
@@ -303,20 +304,27 @@ private slots:
     }
 
     void descriptionsAreGroundedItemByItem() {
-        // The grounding loss reads each word of a description from the shape it names: every
-        // answer token is assigned to the item ("a red circle") it spells, separators and EOS to
-        // none, and each item's cells are exactly the cells of the shapes it names.
+        // The grounding loss reads each word of a description from the shape it names (the
+        // trainer's data, with the bundled tokenizer): the answer tokens of item k decode to
+        // exactly "a red circle", the others (separators, EOS) to ", " / " and " / nothing; item
+        // k's cells are exactly the cells of the shapes it names; and the packed batch puts each
+        // answer row's grounding on those cells.
         const Tokenizer& tok = model_->tokenizer();
         training::SegmentCache segments(tok);
         const ClipPreprocessConfig pre;
-        int checked = 0;
-        for (uint64_t i = 0; checked < 12; ++i) {
+        const training::Parameters noWeights;   // makeBatch reads only the RoPE tables
+        const training::Net net(model_->config(), noWeights);
+        int scenes = 0, threeItems = 0;
+        for (uint64_t i = 0; scenes < 12 || threeItems < 3; ++i) {
             const Scene scene = generateScene(evalSceneId(3, i));
             if (scene.shapes.size() < 2) continue;
-            ++checked;
+            ++scenes;
+            threeItems += scene.shapes.size() == 3;
             QA qa;
             for (const QA& q : allQuestions(scene))
                 if (q.type == QuestionType::Describe) qa = q;
+            QCOMPARE(qa.type, QuestionType::Describe);
+            const QString answer = QString::fromStdString(qa.answer);
             // The items, "a red circle, a blue square and a green triangle" -> {"a red circle", ...}.
             std::vector<std::string> itemText;
             {
@@ -325,42 +333,52 @@ private slots:
                 for (size_t at; (at = rest.find(", ")) != std::string::npos; rest.erase(0, at + 2)) itemText.push_back(rest.substr(0, at));
                 itemText.push_back(rest);
             }
+            QCOMPARE(itemText.size(), scene.shapes.size());
+
             const training::Example e = training::makeExample(scene, {qa}, segments, pre);
             const training::Segment& seg = *e.segments[0];
             const training::Grounding& g = e.grounding[0];
-            const std::vector<int64_t> answer(seg.tokens.begin() + seg.answerStart, seg.tokens.end() - 1);
-            QCOMPARE(seg.answerItem.size(), answer.size() + 1);
+            const std::vector<int64_t> answerIds(seg.tokens.begin() + seg.answerStart, seg.tokens.end() - 1);
+            QCOMPARE(seg.answerItem.size(), answerIds.size() + 1);
             QCOMPARE(seg.answerItem.back(), -1);   // EOS
-            const size_t items = scene.shapes.size();
-            QCOMPARE(itemText.size(), items);
-            QCOMPARE(g.itemCells.size(), items);
-            int last = -1;
-            for (size_t t = 0; t < answer.size(); ++t) {
-                std::string piece = tok.decode({answer[t]});
-                piece.erase(0, piece.find_first_not_of(' '));
-                const int item = seg.answerItem[t];
-                if (piece == "," || piece == "and") {
-                    QVERIFY2(item == -1, qPrintable(QString::fromStdString(qa.answer + ": '" + piece + "'")));
-                    continue;
-                }
-                QVERIFY2(item >= last && item < int(items), qPrintable(QString::fromStdString(qa.answer)));   // in order
-                last = item;
+            for (size_t k = 0; k < itemText.size(); ++k) {
+                std::vector<int64_t> ids;
+                size_t first = answerIds.size(), last = 0;
+                for (size_t t = 0; t < answerIds.size(); ++t)
+                    if (seg.answerItem[t] == int(k)) ids.push_back(answerIds[t]), first = std::min(first, t), last = t;
+                QVERIFY2(!ids.empty() && last + 1 - first == ids.size(), qPrintable(answer));   // contiguous
+                std::string text = tok.decode(ids);
+                text.erase(0, text.find_first_not_of(' '));
+                QVERIFY2(text == itemText[k], qPrintable(answer + " / item " + QString::number(k) + ": " + QString::fromStdString(text)));
             }
-            QCOMPARE(last, int(items) - 1);
-            // Item k's cells: the cells owned by a shape whose colour and kind the item names.
+            for (size_t t = 0; t < answerIds.size(); ++t)
+                if (seg.answerItem[t] < 0) {
+                    const std::string piece = tok.decode({answerIds[t]});
+                    QVERIFY2(piece.find_first_not_of(" ,and") == std::string::npos, qPrintable(answer + ": " + QString::fromStdString(piece)));
+                }
+
+            // Item k's cells: every cell owned by a shape the item names, nothing else.
             const std::vector<int> owner = cellOwners(scene);
-            std::set<int64_t> all;
-            for (size_t k = 0; k < items; ++k) {
-                QVERIFY(!g.itemCells[k].empty());
-                for (int64_t c : g.itemCells[k]) {
-                    QVERIFY(owner[size_t(c)] >= 0);
-                    const Shape& sh = scene.shapes[size_t(owner[size_t(c)])];
-                    const std::string named = std::string(colorName(sh.color)) + " " + kindName(sh.kind);
-                    QVERIFY2(itemText[k] == "a " + named, qPrintable(QString::fromStdString(qa.answer + " / " + named)));
-                    all.insert(c);
-                }
+            QCOMPARE(g.itemCells.size(), itemText.size());
+            for (size_t k = 0; k < itemText.size(); ++k) {
+                std::vector<int64_t> expected;
+                for (size_t c = 0; c < owner.size(); ++c)
+                    if (owner[c] >= 0 && demo::itemText(scene.shapes[size_t(owner[c])]) == itemText[k]) expected.push_back(int64_t(c));
+                QVERIFY(!expected.empty());
+                QCOMPARE(g.itemCells[k], expected);
             }
-            QCOMPARE(all, std::set<int64_t>(g.cells.begin(), g.cells.end()));   // together: every shape cell
+
+            // The batch: one grounding row per answer row (all have cells here), in order; row j
+            // predicts answer token j (or EOS) and is grounded on its item's cells or on every shape.
+            const training::Batch bt = training::makeBatch({e}, segments.prefixBeforeImage(), model_->config().imageSeqLength(), net);
+            QCOMPARE(bt.groundingMask.size(0), int64_t(seg.answerItem.size()));
+            QCOMPARE(bt.groundedRows.size(0), int64_t(seg.answerItem.size()));
+            for (size_t j = 0; j < seg.answerItem.size(); ++j) {
+                const std::vector<int64_t>& cells = seg.answerItem[j] >= 0 ? g.itemCells[size_t(seg.answerItem[j])] : g.cells;
+                const at::Tensor row = bt.groundingMask[int64_t(j)];
+                QCOMPARE(row.sum().item<double>(), double(cells.size()));
+                for (int64_t c : cells) QCOMPARE(row[c].item<float>(), 1.0f);
+            }
         }
     }
 

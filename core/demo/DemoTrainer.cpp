@@ -1,10 +1,12 @@
-// The demo trainer (see DemoTrainer.h): the two training stages, the output directory and the
-// parity check. The model and its forward are in TrainingNet, the data and batches in
-// TrainingBatch, stage 0 in VisionPretraining.
-#include <torch/optim/adamw.h>
-#include <torch/nn/utils/clip_grad.h>
-
+// The demo trainer (see DemoTrainer.h): demoModelConfig; the training loop (stage 0 through
+// pretrainVision, stage 1 here) with its validation; the llava-hf output; the parity check. The
+// model and its forward are in TrainingNet, the data and batches in TrainingBatch, stage 0 in
+// VisionPretraining. torch/ (the C++ frontend) is used for AdamW and gradient clipping only;
+// everything else is ATen ops with autograd.
 #include "demo/DemoTrainer.h"
+
+#include <torch/optim/adamw.h>
+#include <torch/nn/utils/clip_grad.h>   // after adamw.h: it needs torch::Tensor declared
 
 #include "Error.h"
 #include "Runtime.h"
@@ -24,6 +26,7 @@
 #include "pipeline/Prompt.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,13 +36,14 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
 namespace kvsteer::demo {
 
 namespace fs = std::filesystem;
-using namespace training;
+using namespace training;   // the trainer's internals: TrainingNet.h, TrainingBatch.h, VisionPretraining.h
 
 ModelConfig demoModelConfig(const DemoModelSizes& s, int64_t vocabSize, int64_t imageTokenIndex) {
     ModelConfig c;
@@ -74,18 +78,15 @@ namespace {
 
 // Validation: teacher-forced exact match, which equals greedy-decoding exact match (greedy
 // reproduces the answer iff every answer token and EOS is the argmax given the answer so far).
-
-struct Validation {
-    std::vector<Example> examples;
-};
-
-std::string validate(const Net& net, const Validation& v, const std::vector<int64_t>& prefix, int imageTokens, double* overall) {
+// Returns the progress line; *overall gets the overall accuracy.
+std::string validate(const Net& net, const std::vector<Example>& examples, const std::vector<int64_t>& prefix, int imageTokens,
+                     double* overall) {
     c10::NoGradGuard noGrad;
     int correct[kNumQuestionTypes] = {}, total[kNumQuestionTypes] = {};
     const size_t chunk = 8;
-    for (size_t start = 0; start < v.examples.size(); start += chunk) {
-        std::vector<Example> part(v.examples.begin() + static_cast<std::ptrdiff_t>(start),
-                                  v.examples.begin() + static_cast<std::ptrdiff_t>(std::min(v.examples.size(), start + chunk)));
+    for (size_t start = 0; start < examples.size(); start += chunk) {
+        std::vector<Example> part(examples.begin() + static_cast<std::ptrdiff_t>(start),
+                                  examples.begin() + static_cast<std::ptrdiff_t>(std::min(examples.size(), start + chunk)));
         const Batch bt = makeBatch(part, prefix, imageTokens, net);
         const Tensor pred = forwardLogits(net, bt).argmax(-1);
         const Tensor ok = pred.eq(bt.targets).contiguous();
@@ -164,6 +165,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         log(buf);
     }
 
+    // Stage 1: the projector and the decoder (and the tower, unless frozen) on the questions.
     using torch::optim::AdamW;
     using torch::optim::AdamWOptions;
     std::vector<torch::optim::OptimizerParamGroup> groups;
@@ -176,7 +178,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     {
         std::set<const void*> vision;
         for (const auto& [name, t] : params.tensors)
-            if (name.compare(0, kV.size(), kV) == 0) vision.insert(t.unsafeGetTensorImpl());
+            if (isVisionTensor(name)) vision.insert(t.unsafeGetTensorImpl());
         for (int decay = 1; decay >= 0; --decay)
             for (int isVision = 0; isVision <= 1; ++isVision) {
                 std::vector<Tensor> members;
@@ -199,13 +201,13 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
 
     SegmentCache segments(tok);
     const ClipPreprocessConfig pre;   // the defaults = what preprocessor_config.json says
-    Validation validation;
+    std::vector<Example> validation;
     if (o.validateEvery > 0)
         for (int i = 0; i < o.validationImages; ++i) {
             // Reserved validation scenes: eval id space, seed 2^30 - 1 (eval-demo never defaults there).
             const Scene s = generateScene(evalSceneId(0x3FFFFFFF, static_cast<uint64_t>(i)));
             Rng rng(mixSeed(s.id, 17));
-            validation.examples.push_back(makeExample(s, sampleQuestions(s, rng), segments, pre));
+            validation.push_back(makeExample(s, sampleQuestions(s, rng), segments, pre));
         }
 
     const auto t0 = std::chrono::steady_clock::now();
@@ -265,15 +267,15 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         optimizer.zero_grad();
         Tensor mass;
         Tensor loss = at::cross_entropy_loss(forwardLogits(net, bt, o.groundingWeight > 0 ? &mass : nullptr), bt.targets);
-        Tensor total = loss;
+        Tensor objective = loss;
         if (o.groundingWeight > 0 && mass.numel() > 0) {
-            total = loss + o.groundingWeight * (-(mass + 1e-6).log()).mean();
+            objective = loss + o.groundingWeight * (-(mass + 1e-6).log()).mean();
             const double m = mass.mean().item<double>();
             if (emaMass < 0) result.firstGroundingMass = m;
             emaMass = emaMass < 0 ? m : 0.95 * emaMass + 0.05 * m;
             result.groundingMass = emaMass;
         }
-        total.backward();
+        objective.backward();
         if (o.gradClip > 0) torch::nn::utils::clip_grad_norm_(allTrainable, o.gradClip);
         optimizer.step();
 

@@ -217,9 +217,9 @@ std::string positionWord(const Shape& shape, int imageSize) {
     return "center";
 }
 
-namespace {
-
 std::string itemText(const Shape& s) { return std::string("a ") + colorName(s.color) + " " + kindName(s.kind); }
+
+namespace {
 
 int countKind(const Scene& s, ShapeKind k) {
     return static_cast<int>(std::count_if(s.shapes.begin(), s.shapes.end(), [&](const Shape& x) { return x.kind == k; }));
@@ -396,7 +396,6 @@ std::vector<int> cellOwners(const Scene& scene) {
     }
     return owner;
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Steering pairs

@@ -154,6 +154,9 @@ std::vector<float> gridMask(const Shape& shape, float threshold = 0.0f, int grid
 // -1 for background (row-major, kGridSize²).
 std::vector<int> cellOwners(const Scene& scene);
 
+// A shape as a description names it: "a red circle".
+std::string itemText(const Shape& shape);
+
 // For the steering engine: the same scene with a shape of `kind` in colour `from` and in colour
 // `to`. The scene has exactly one shape of that kind (so "What color is the circle?" has one
 // answer) and, by default, no other shape in either colour. `mask` is the shape's 24×24 grid mask

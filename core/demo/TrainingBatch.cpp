@@ -2,7 +2,6 @@
 #include "demo/TrainingBatch.h"
 
 #include "Error.h"
-#include "pipeline/Prompt.h"
 
 #include <ATen/ATen.h>
 
@@ -70,12 +69,14 @@ Grounding groundingOf(const QA& qa, const Scene& scene, const std::vector<int>& 
         for (const auto& [begin, end] : describedItems(qa.answer)) {
             const std::string item = qa.answer.substr(begin, end - begin);
             g.itemCells.push_back(cellsWhere([&](int k) {
-                const Shape& sh = scene.shapes[size_t(k)];
-                return item == std::string("a ") + colorName(sh.color) + " " + kindName(sh.kind);
+                return item == itemText(scene.shapes[size_t(k)]);
             }));
         }
     return g;
 }
+
+// The decoder layer whose head 0 the grounding loss guides.
+int groundingLayer(const ModelConfig& c) { return std::max(0, c.text.numLayers - 2); }
 
 } // namespace
 
@@ -85,7 +86,6 @@ SegmentCache::SegmentCache(const Tokenizer& tok) : tok_(tok) {
     if (it == ids.end()) throw Error("demo trainer: the prompt has no <image> token");
     prefix_.assign(ids.begin(), it);   // BOS .. before <image>
 }
-
 
 const Segment& SegmentCache::get(const QA& qa) {
     const std::string key = qa.question + '\x01' + qa.answer;
@@ -111,9 +111,6 @@ const Segment& SegmentCache::get(const QA& qa) {
     return cache_.emplace(key, std::move(s)).first->second;
 }
 
-
-// The training questions of one scene: every Color/Shape/Position question that applies, Count,
-// Describe, and two Exists questions (one yes, one no).
 std::vector<QA> trainingQuestions(const Scene& scene, Rng& rng) {
     std::vector<QA> out;
     for (const QA& qa : allQuestions(scene))
@@ -220,8 +217,6 @@ Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>
     bt.groundingMask = at::from_blob(groundingMask.data(), {g, imageTokens}, at::kFloat).clone();
     return bt;
 }
-
-int groundingLayer(const ModelConfig& c) { return std::max(0, c.text.numLayers - 2); }
 
 Tensor forwardLogits(const Net& net, const Batch& bt, Tensor* groundingMass) {
     const ModelConfig& c = net.c;

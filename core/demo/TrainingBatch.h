@@ -1,5 +1,5 @@
 #pragma once
-// The demo trainer's data (internal to the trainer's files): questions tokenised into segments,
+// The demo trainer's data (internal to the trainer and its tests): questions tokenised into segments,
 // examples (an image and its questions), and packed batches — each image once, followed by all
 // its question segments, every segment seeing the shared prefix and itself only (see
 // DemoTrainer.h) — with the forward that scores a batch.
@@ -63,6 +63,9 @@ std::vector<QA> trainingQuestions(const Scene& scene, Rng& rng);
 // The image's pixels, each question's segment, and where each answer is read from.
 Example makeExample(const Scene& scene, const std::vector<QA>& questions, SegmentCache& segments, const ClipPreprocessConfig& pre);
 
+// A packed batch. P = the shared prefix (BOS .. the 576 image tokens), S = the packed segment area
+// (padded to the longest example), T = P + S, N = the rows predicting an answer token or EOS, G =
+// those of them with grounding cells.
 struct Batch {
     Tensor pixels;          // [B, 3, 336, 336]
     Tensor ids;             // [B, T] (image positions hold 0; they are replaced by features)
@@ -80,15 +83,13 @@ struct Batch {
     std::vector<QuestionType> rowType;
 };
 
-// Packs examples into one batch (see the header comment); `net` gives the RoPE tables.
+// Packs examples into one batch (see the top of this file and DemoTrainer.h); `net` gives the
+// RoPE tables.
 Batch makeBatch(const std::vector<Example>& examples, const std::vector<int64_t>& prefixBeforeImage, int imageTokens,
                 const Net& net);
 
-// The decoder layer and head whose attention the grounding loss guides (see DemoTrainOptions).
-int groundingLayer(const ModelConfig& c);   // L-2; head 0
-
 // Logits [N, V] of the batch's loss rows. With `groundingMass`, also the attention mass [G] that
-// head 0 of groundingLayer puts on each grounded row's cells.
+// head 0 of decoder layer L-2 puts on each grounded row's cells (see DemoTrainOptions::groundingWeight).
 Tensor forwardLogits(const Net& net, const Batch& bt, Tensor* groundingMass = nullptr);
 
 } // namespace kvsteer::demo::training

@@ -4,14 +4,13 @@
 #include "Error.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace kvsteer::demo::training {
-
-const std::string kV = "vision_tower.vision_model.";
-const std::string kT = "language_model.model.";
 
 namespace {
 
@@ -69,7 +68,8 @@ Tensor orientedEdgeFilters(int count, int patchSize, double norm) {
 //     quarter of the position embedding's channels, with zero patch-embedding weights there, so
 //     position starts readable beside the much larger colour signal.
 //   - Sixteen channels before those start as oriented edge filters (orientedEdgeFilters).
-// Measured (stage 0 alone): without the edge filters and the pooled readout of pretrainVision,
+// Measured (stage 0 alone): without the edge filters and the pooled readout of stage 0 (visionLoss in
+// VisionPretraining.cpp),
 // shape kind stayed at chance for 1500 steps; with both, a shape's kind is read right 86 % of the
 // time after 1000 steps and 99 % after 3000.
 void designVisionInit(Parameters& p, const ModelConfig& c) {

@@ -1,15 +1,18 @@
-// Stage 0 of the demo trainer (see VisionPretraining.h).
-#include <torch/optim/adamw.h>
-#include <torch/nn/utils/clip_grad.h>
-
+// Stage 0 of the demo trainer (see VisionPretraining.h). torch/ is used for AdamW and gradient
+// clipping only; everything else is ATen ops with autograd.
 #include "demo/VisionPretraining.h"
+
+#include <torch/optim/adamw.h>
+#include <torch/nn/utils/clip_grad.h>   // after adamw.h: it needs torch::Tensor declared
 
 #include "demo/Progress.h"
 #include "demo/ShapeWorld.h"
 #include "model/Image.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -132,7 +135,7 @@ VisionPretrainResult pretrainVision(const DemoTrainOptions& o, Parameters& param
     heads.cellB = at::zeros({cellClasses}).set_requires_grad(true);
     std::vector<Tensor> all;
     for (auto& [name, t] : params.tensors)
-        if (name.compare(0, kV.size(), kV) == 0 && t.requires_grad()) all.push_back(t);
+        if (isVisionTensor(name) && t.requires_grad()) all.push_back(t);
     for (const Tensor& t : {heads.cellW, heads.cellB}) all.push_back(t);
     using torch::optim::AdamW;
     using torch::optim::AdamWOptions;
