@@ -138,6 +138,26 @@ private slots:
         QCOMPARE(static_cast<int>(g.ids.size()), 3);
     }
 
+    void prefillStopsWhenAsked() {
+        // Asked after the image encoding and before each decoder layer (3 here): true at the
+        // third question stops the prefill before layer 1, and nothing half-written is kept.
+        Session session(model_);
+        int asked = 0;
+        QVERIFY(!session.prefill(prompt_, 8, [&] { return ++asked == 3; }));
+        QCOMPARE(asked, 3);
+        QVERIFY(!session.prefilled());
+        QVERIFY_THROWS_EXCEPTION(kvsteer::Error, session.generate(GenerationOptions{}));
+        // The same session prefills again when not stopped, exactly as a fresh one does.
+        QVERIFY(session.prefill(prompt_, 8, [] { return false; }));
+        Session fresh(model_);
+        QVERIFY(fresh.prefill(prompt_, 8));
+        QCOMPARE(session.snapshot().size(), fresh.snapshot().size());
+        for (int l = 0; l < session.snapshot().numLayers(); ++l) {
+            QVERIFY(at::equal(session.snapshot().keys(l), fresh.snapshot().keys(l)));
+            QVERIFY(at::equal(session.snapshot().values(l), fresh.snapshot().values(l)));
+        }
+    }
+
     void seededSamplingIsReproducible() {
         Session session(model_);
         session.prefill(prompt_, 12);

@@ -382,7 +382,7 @@ void MainWindow::buildActions() {
     connect(runAction_, &QAction::triggered, this, &MainWindow::run);
     stopAction_ = new QAction(icons::get(icons::Id::Stop), tr("Stop"), this);
     stopAction_->setShortcut(QKeySequence(Qt::Key_Escape));
-    stopAction_->setToolTip(tr("Stop decoding (Esc)"));
+    stopAction_->setToolTip(tr("Stop the run: the prefill or the decoding (Esc)"));
     connect(stopAction_, &QAction::triggered, this, &MainWindow::stop);
     liveAction_ = new QAction(tr("Live Re-run While Painting"), this);
     liveAction_->setCheckable(true);
@@ -1018,7 +1018,7 @@ void MainWindow::run() {
     req.plan = steering_->planSettings();
     req.generation = prompt_->generation();
     req.heatmap = heatmaps_->settings();
-    worker_->cancelRunsBefore(req.id);   // a running decode stops at its next step
+    worker_->cancelRunsBefore(req.id);   // a running prefill stops at its next layer, a decode at its next step
     worker_->setHeatmapSettings(req.heatmap);
     activeRunId_ = req.id;
     running_ = true;

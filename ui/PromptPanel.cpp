@@ -87,7 +87,7 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     live_->setChecked(true);
     live_->setToolTip(tr("Re-run the steered answer on every stroke and setting change (from the kept prefill)"));
     stop_ = new QPushButton(icons::get(icons::Id::Stop), tr("Stop"), this);
-    stop_->setToolTip(tr("Stop decoding (Esc)"));
+    stop_->setToolTip(tr("Stop the run: the prefill or the decoding (Esc)"));
     run_ = new QPushButton(icons::get(icons::Id::Run), tr("Run"), this);
     run_->setToolTip(tr("Prefill (once per image and prompt), apply the plan and stream both answers (Ctrl+R)"));
     run_->setDefault(true);

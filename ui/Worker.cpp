@@ -317,6 +317,13 @@ void Worker::run(const RunRequest& req) {
         return;
     }
     const QString stage = tr("running");
+    auto finishCancelled = [&] {
+        RunFinished f;
+        f.runId = req.id;
+        f.cancelled = true;
+        Q_EMIT idle();
+        Q_EMIT runFinished(f);
+    };
     try {
         c10::NoGradGuard noGrad;
         const LlavaModel& model = *d->model;
@@ -331,7 +338,13 @@ void Worker::run(const RunRequest& req) {
             Q_EMIT progress(tr("Prefilling %1 prompt tokens…").arg(prompt.ids.size()), 0, 0);
             const auto t0 = std::chrono::steady_clock::now();
             auto session = std::make_unique<Session>(d->model);
-            session->prefill(prompt, std::max(64, req.generation.maxNewTokens + 8));
+            // Stop asks between layers: a superseded run (a new image, prompt or stroke, or Stop)
+            // gives the thread back within one layer instead of after the whole prompt.
+            if (!session->prefill(prompt, std::max(64, req.generation.maxNewTokens + 8),
+                                  [&] { return req.id < d->cancelBelow.load(); })) {
+                finishCancelled();
+                return;
+            }
             started.prefillMs = msSince(t0);
             started.prefilled = true;
             d->session = std::move(session);
@@ -346,11 +359,7 @@ void Worker::run(const RunRequest& req) {
                                  " but the model's patch grid is " + std::to_string(span.gridHeight) + "x" +
                                  std::to_string(span.gridWidth));
         if (req.id < d->cancelBelow.load()) {
-            RunFinished f;
-            f.runId = req.id;
-            f.cancelled = true;
-            Q_EMIT idle();
-            Q_EMIT runFinished(f);
+            finishCancelled();
             return;
         }
 

@@ -6,8 +6,9 @@
 //
 // Runs: prefill happens once per (model, image, prompt); every later run only applies the plan
 // to a clone of the kept snapshot and decodes the two streams side by side. A run is cancelled
-// by cancelRunsBefore() (thread-safe, callable from the UI thread): the decode loop sees it
-// between two steps, so a cancelled run stops within one decode step.
+// by cancelRunsBefore() (thread-safe, callable from the UI thread): the prefill sees it between
+// two decoder layers and the decode loop between two steps, so a cancelled run stops within one
+// layer or one decode step.
 //
 // This header is plain Qt; Worker.cpp includes the core (and libtorch) before any Qt header.
 #include "StudioTypes.h"

@@ -125,6 +125,7 @@ at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks
 
     at::Tensor x = embeds;
     for (size_t l = 0; l < layers_.size(); ++l) {
+        if (hooks && hooks->stopRequested && hooks->stopRequested()) throw ForwardStopped{};
         const Layer& L = layers_[l];
         at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm), L.qkvWeight);
         at::Tensor q = qkv.narrow(-1, 0, h * hd).view({b, t, h, hd}).transpose(1, 2);

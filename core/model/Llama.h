@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <vector>
 
 namespace kvsteer {
@@ -22,7 +23,13 @@ struct ForwardHooks {
     // [B, H, S] (S = keys attended, i.e. cache.size() after the pass).
     bool captureAttention = false;
     std::vector<at::Tensor> attention;
+    // When set, asked before every layer; true stops the pass by throwing ForwardStopped (the
+    // cache is then partly written and must be thrown away). A long prefill can be cancelled.
+    std::function<bool()> stopRequested;
 };
+
+// Thrown by Llama::forward when ForwardHooks::stopRequested says so. Not an error.
+struct ForwardStopped {};
 
 class Llama {
 public:

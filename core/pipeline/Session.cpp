@@ -27,7 +27,7 @@ void Session::requirePrefilled() const {
     if (!prefilled_) throw Error("Session: prefill() must run before decoding");
 }
 
-void Session::prefill(const Prompt& prompt, int64_t reserveTokens) {
+bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::function<bool()>& stopRequested) {
     c10::NoGradGuard noGrad;
     if (prompt.ids.size() < 2) throw Error("prompt: needs at least two tokens (BOS and one more)");
     const ModelConfig& c = model_->config();
@@ -37,6 +37,7 @@ void Session::prefill(const Prompt& prompt, int64_t reserveTokens) {
     auto t0 = std::chrono::steady_clock::now();
     imageFeatures_ = prompt.hasImage ? model_->encodeImage(prompt.pixels) : at::Tensor();
     imageEncodeMs_ = msSince(t0);
+    if (stopRequested && stopRequested()) return false;
 
     t0 = std::chrono::steady_clock::now();
     const int64_t n = static_cast<int64_t>(prompt.ids.size()) - 1;   // all but the last prompt token
@@ -45,11 +46,19 @@ void Session::prefill(const Prompt& prompt, int64_t reserveTokens) {
     const int64_t capacity = std::min<int64_t>(n + 1 + std::max<int64_t>(reserveTokens, 1), c.text.maxPositionEmbeddings);
     snapshot_ = KVCache(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, capacity,
                         at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));
-    model_->llama().forward(embeds, snapshot_);
+    ForwardHooks hooks;
+    hooks.stopRequested = stopRequested;
+    try {
+        model_->llama().forward(embeds, snapshot_, &hooks);
+    } catch (const ForwardStopped&) {
+        snapshot_ = KVCache();   // partly written
+        return false;
+    }
     snapshot_.appendTokens(prefix);
     snapshot_.visualSpan = prompt.span;
     prefillMs_ = msSince(t0);
     prefilled_ = true;
+    return true;
 }
 
 at::Tensor Session::forwardIds(KVCache& cache, const at::Tensor& ids, ForwardHooks* hooks) const {

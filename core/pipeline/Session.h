@@ -57,8 +57,11 @@ public:
     std::shared_ptr<const LlavaModel> modelPtr() const { return model_; }
 
     // Encodes the image (if any) and prefills prompt.ids[0 .. L-2]. `reserveTokens` sizes the
-    // cache so decoding that many tokens never reallocates.
-    void prefill(const Prompt& prompt, int64_t reserveTokens = 256);
+    // cache so decoding that many tokens never reallocates. `stopRequested`, when given, is asked
+    // after the image encoding and before every decoder layer; once it says true the prefill
+    // stops and returns false, leaving the session unprefilled (a real 7B prompt takes seconds
+    // to minutes on a CPU, and the user may change the image meanwhile).
+    bool prefill(const Prompt& prompt, int64_t reserveTokens = 256, const std::function<bool()>& stopRequested = {});
     bool prefilled() const { return prefilled_; }
     const Prompt& prompt() const { return prompt_; }
     const KVCache& snapshot() const { return snapshot_; }
