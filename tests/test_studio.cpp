@@ -348,6 +348,42 @@ private Q_SLOTS:
         QVERIFY(!w_->promptPanel()->stopButton()->isEnabled());
     }
 
+    // Stop during the prefill stops the prefill (between two decoder layers), and nothing
+    // half-written is kept: the next run prefills again and answers. Stop is clicked while the
+    // worker thread waits in its own "Prefilling" progress signal, so it lands before the prefill
+    // is done however fast the machine is.
+    void stopDuringPrefillStopsIt() {
+        const QString before = w_->promptPanel()->prompt();
+        w_->promptPanel()->setPrompt(QStringLiteral("How many shapes are there?"));   // a new prompt: a new prefill
+        QPushButton* stopButton = w_->promptPanel()->stopButton();
+        const QMetaObject::Connection stopper = connect(
+            w_->worker(), &Worker::progress, w_->worker(),
+            [stopButton](const QString& stage, int, int) {
+                if (!stage.startsWith(QLatin1String("Prefilling"))) return;
+                QMetaObject::invokeMethod(stopButton, [stopButton] { QTest::mouseClick(stopButton, Qt::LeftButton); },
+                                          Qt::BlockingQueuedConnection);
+            },
+            Qt::DirectConnection);
+        QSignalSpy appended(w_->streamView(), &StreamView::tokensAppended);
+        QSignalSpy done(w_.get(), &MainWindow::runDone);
+        QTest::mouseClick(w_->promptPanel()->runButton(), Qt::LeftButton);
+        QVERIFY(done.wait(kRunTimeoutMs));
+        disconnect(stopper);
+        const RunFinished stopped = done.at(0).at(0).value<RunFinished>();
+        QVERIFY(stopped.cancelled);
+        QCOMPARE(stopped.steps, 0);
+        QCOMPARE(appended.count(), 0);
+        QVERIFY(!w_->running());
+
+        done.clear();
+        QTest::mouseClick(w_->promptPanel()->runButton(), Qt::LeftButton);
+        QVERIFY(done.wait(kRunTimeoutMs));
+        QVERIFY(!done.at(0).at(0).value<RunFinished>().cancelled);
+        QVERIFY(w_->lastRunStarted().prefilled);   // afresh: a prefill that had run to its end would have been kept
+        QVERIFY(appended.count() > 0);
+        w_->promptPanel()->setPrompt(before);
+    }
+
     // Live: a stroke while decoding cancels the running decode and starts a new one from the
     // kept prefill (no second prefill), with the new map.
     void strokeWhileDecodingRestarts() {
