@@ -5,9 +5,12 @@
 #include "model/Checkpoint.h"
 #include "model/Config.h"
 #include "model/SafeTensors.h"
+#include "model/Weights.h"
+#include "Runtime.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/randn.h>
 
@@ -67,6 +70,28 @@ private slots:
         QCOMPARE(f.metadata().at("note"), std::string("hello"));
         // Data is 8-byte aligned, so float32 views are zero-copy (they point into the mapping).
         QVERIFY(reinterpret_cast<uintptr_t>(f.tensor("a.f32").data_ptr()) % 8 == 0);
+    }
+
+    void sixteenBitWeightsWidenExactly() {
+        // A float16 checkpoint loaded as float32: big tensors are converted by several threads in
+        // row blocks (a row count that does not divide evenly), small ones in one copy; fused
+        // weights the same. Every value must equal ATen's own conversion.
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        const at::Tensor big = at::randn({1027, 1100}).to(at::kHalf), small = at::randn({5, 1100}).to(at::kHalf);
+        writeSafeTensors(d + "/model.safetensors", {{"language_model.model.layers.0.mlp.down_proj.weight", big},
+                                                    {"language_model.model.layers.0.mlp.up_proj.weight", small}});
+        const Checkpoint ckpt = Checkpoint::open(d);
+        setThreads(2);
+        QCOMPARE(currentThreads(), 2);   // the threaded path
+        const WeightFormat f32;
+        const at::Tensor a = loadWeight(ckpt, "text.layers.0.mlp.down_proj.weight", {1027, 1100}, f32);
+        QCOMPARE(a.scalar_type(), at::kFloat);
+        QVERIFY(at::equal(a, big.to(at::kFloat)));
+        QVERIFY(at::equal(loadWeight(ckpt, "text.layers.0.mlp.up_proj.weight", {5, 1100}, f32), small.to(at::kFloat)));
+        const at::Tensor fused = loadFusedWeight(ckpt, {"text.layers.0.mlp.up_proj.weight", "text.layers.0.mlp.down_proj.weight"},
+                                                 {{5, 1100}, {1027, 1100}}, f32);
+        QVERIFY(at::equal(fused, at::cat({small, big}).to(at::kFloat)));
     }
 
     void readsReferenceCheckpoint() {
