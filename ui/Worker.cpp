@@ -299,7 +299,10 @@ StreamToken streamToken(const TokenEvent& ev, const Tokenizer& tok) {
 } // namespace
 
 void Worker::run(const RunRequest& req) {
-    if (req.id < d->cancelBelow.load()) {   // superseded while queued
+    // A newer run (or Stop) asked this one to end: checked while queued, between prefill layers,
+    // after the prefill and between decode steps.
+    auto superseded = [&] { return req.id < d->cancelBelow.load(); };
+    if (superseded()) {   // while queued
         RunFinished f;
         f.runId = req.id;
         f.cancelled = true;
@@ -340,8 +343,7 @@ void Worker::run(const RunRequest& req) {
             auto session = std::make_unique<Session>(d->model);
             // Stop asks between layers: a superseded run (a new image, prompt or stroke, or Stop)
             // gives the thread back within one layer instead of after the whole prompt.
-            if (!session->prefill(prompt, std::max(64, req.generation.maxNewTokens + 8),
-                                  [&] { return req.id < d->cancelBelow.load(); })) {
+            if (!session->prefill(prompt, std::max(64, req.generation.maxNewTokens + 8), superseded)) {
                 finishCancelled();
                 return;
             }
@@ -358,7 +360,7 @@ void Worker::run(const RunRequest& req) {
             throw kvsteer::Error("the painted map is " + std::to_string(req.strength.rows) + "x" + std::to_string(req.strength.cols) +
                                  " but the model's patch grid is " + std::to_string(span.gridHeight) + "x" +
                                  std::to_string(span.gridWidth));
-        if (req.id < d->cancelBelow.load()) {
+        if (superseded()) {
             finishCancelled();
             return;
         }
@@ -436,7 +438,7 @@ void Worker::run(const RunRequest& req) {
             pair.unsteered = streamToken(ev.unsteered, tok);
             pair.steered = streamToken(ev.steered, tok);
             d->steps = ev.step + 1;
-            if (req.id < d->cancelBelow.load()) stop = true;
+            if (superseded()) stop = true;
             Q_EMIT tokenPair(pair);
             if (ev.attention) {
                 d->attention.clear();

@@ -53,8 +53,8 @@ struct DemoTrainOptions {
     // [50, 120] at bigShapesUntil (big shapes make the first grounding signal strong: a from-
     // scratch decoder attends uniformly over 576 visual tokens at first). Then the plain world.
     double oneShapeUntil = 0.05, twoShapesUntil = 0.15, bigShapesUntil = 0.1;
-    // Stage 0 (vision tower pretraining on per-patch colour/kind/position/row/column labels): steps, images
-    // per step, peak learning rate, and the share of --minutes it may use at most.
+    // Stage 0 (vision tower pretraining on per-patch colour/kind/position/row/column labels):
+    // steps, images per step, peak learning rate, and the share of --minutes it may use at most.
     int64_t visionPretrainSteps = 6000;
     int visionPretrainBatch = 8;
     double visionPretrainLr = 2e-3;
@@ -62,9 +62,10 @@ struct DemoTrainOptions {
     double visionLrScale = 0;        // stage 1: the pretrained tower's learning rate relative to the rest (0 = frozen)
     // Grounding: an auxiliary loss, -log of the attention mass that head 0 of decoder layer L-2
     // puts on the cells the answer lives in (the asked-about shape; all shapes for count; for a
-    // description, each item's words on the shape they name), at every answer position. It teaches the retrieval the answers need ("look at the
-    // circle") directly instead of leaving it to be found through the answers alone, where a from-
-    // scratch decoder plateaus at guessing the colour of some shape. 0 = off.
+    // description, each item's words on the shape they name), at every answer position. It
+    // teaches the retrieval the answers need ("look at the circle") directly instead of leaving it
+    // to be found through the answers alone, where a from-scratch decoder plateaus at guessing
+    // the colour of some shape. 0 = off.
     double groundingWeight = 1.0;
     std::string questionTypes;       // training only these types (comma-separated names; "" = all six)
     DemoModelSizes sizes;

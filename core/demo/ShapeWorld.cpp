@@ -206,10 +206,13 @@ Scene recolored(const Scene& scene, int shapeIndex, ColorName newColor) {
     return out;
 }
 
-std::string positionWord(const Shape& shape, int imageSize) {
+int imageThird(double v, int imageSize) {
     const double third = imageSize / 3.0;
-    auto cell = [&](double v) { return v < third ? 0 : (v < 2 * third ? 1 : 2); };
-    const int col = cell(shape.cx), row = cell(shape.cy);
+    return v < third ? 0 : (v < 2 * third ? 1 : 2);
+}
+
+std::string positionWord(const Shape& shape, int imageSize) {
+    const int col = imageThird(shape.cx, imageSize), row = imageThird(shape.cy, imageSize);
     if (col == 0) return "left";
     if (col == 2) return "right";
     if (row == 0) return "top";

@@ -114,6 +114,9 @@ Scene recolored(const Scene& scene, int shapeIndex, ColorName newColor);
 
 // Position word of a shape ("left" | "right" | "top" | "bottom" | "center"); rules above.
 std::string positionWord(const Shape& shape, int imageSize = kImageSize);
+// The third of the image a coordinate falls in, 0 | 1 | 2 (a value on a split belongs to the later
+// third): what positionWord reads a shape's centre with.
+int imageThird(double v, int imageSize = kImageSize);
 // The canonical description ("a red circle and a blue square").
 std::string describe(const Scene& scene);
 

@@ -70,9 +70,8 @@ VisionBatch makeVisionBatch(uint64_t seed, int64_t step, int images) {
             vb.cellLabels[0].push_back(sh ? int(sh->kind) : kObjectClasses[0]);
             vb.cellLabels[1].push_back(sh ? int(sh->color) : kObjectClasses[1]);
             vb.cellLabels[2].push_back(sh ? positionIndex(*sh) : kObjectClasses[2]);
-            auto third = [](double v) { return v < kImageSize / 3.0 ? 0 : (v < 2 * kImageSize / 3.0 ? 1 : 2); };
-            vb.cellLabels[3].push_back(sh ? third(sh->cy) : kObjectClasses[3]);
-            vb.cellLabels[4].push_back(sh ? third(sh->cx) : kObjectClasses[4]);
+            vb.cellLabels[3].push_back(sh ? imageThird(sh->cy) : kObjectClasses[3]);
+            vb.cellLabels[4].push_back(sh ? imageThird(sh->cx) : kObjectClasses[4]);
         }
     }
     return vb;
