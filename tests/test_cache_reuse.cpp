@@ -156,6 +156,10 @@ private slots:
             QVERIFY(at::equal(session.snapshot().keys(l), fresh.snapshot().keys(l)));
             QVERIFY(at::equal(session.snapshot().values(l), fresh.snapshot().values(l)));
         }
+        // A prefilled session whose next prefill stops keeps nothing of the previous prompt.
+        QVERIFY(!session.prefill(prompt_, 8, [] { return true; }));
+        QVERIFY(!session.prefilled());
+        QCOMPARE(session.snapshot().size(), int64_t(0));
     }
 
     void seededSamplingIsReproducible() {

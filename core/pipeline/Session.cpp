@@ -31,7 +31,10 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     c10::NoGradGuard noGrad;
     if (prompt.ids.size() < 2) throw Error("prompt: needs at least two tokens (BOS and one more)");
     const ModelConfig& c = model_->config();
+    // Unprefilled until the new prefill is complete: no snapshot of the previous prompt is left
+    // behind if this one stops (and a 7B cache is freed before the next is allocated).
     prefilled_ = false;
+    snapshot_ = KVCache();
     prompt_ = prompt;
 
     auto t0 = std::chrono::steady_clock::now();
