@@ -117,6 +117,20 @@ std::string validate(const Net& net, const std::vector<Example>& examples, const
     return buf + o.str();
 }
 
+// The projector's first layer starts with stage 0's linear probe as its first rows: those hidden
+// units then begin as the labels' logits (kind, colour, position word, row and column third), so
+// the decoder is handed each label as a unit of its own from the first step instead of having to
+// find it among the tower's channels. Measured (seed 1, validation set): without it, a shape's
+// position stayed at 25-35 % for the first two thirds of stage 1 although the probe read it from
+// every cell at ~96 %; with it, position reached 57-63 % a fifth of the way in (step 1000 of 5300).
+void startProjectorFromProbe(Parameters& params, const VisionPretrainResult& vp) {
+    c10::NoGradGuard noGrad;
+    Tensor w = params("multi_modal_projector.linear_1.weight"), b = params("multi_modal_projector.linear_1.bias");
+    const int64_t rows = std::min(vp.probeWeight.size(0), w.size(0));
+    w.narrow(0, 0, rows).copy_(vp.probeWeight.narrow(0, 0, rows));
+    b.narrow(0, 0, rows).copy_(vp.probeBias.narrow(0, 0, rows));
+}
+
 } // namespace
 
 DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
@@ -164,6 +178,8 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         std::snprintf(buf, sizeof buf, "vision pretraining: %lld steps in %s", static_cast<long long>(vp.steps), formatDuration(vp.seconds).c_str());
         log(buf);
     }
+
+    if (vp.steps > 0) startProjectorFromProbe(params, vp);
 
     // Stage 1: the projector and the decoder (and the tower, unless frozen) on the questions.
     using torch::optim::AdamW;

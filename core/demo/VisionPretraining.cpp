@@ -77,8 +77,8 @@ VisionBatch makeVisionBatch(uint64_t seed, int64_t step, int images) {
     return vb;
 }
 
-// The linear head stage 0 reads the tower with (thrown away afterwards): each group's classes + 1
-// (background), one block after the other.
+// The linear probe stage 0 reads the tower with (stage 1 starts the projector from it): each
+// group's classes + 1 (background), one block after the other.
 struct VisionHeads {
     Tensor cellW, cellB;
 };
@@ -172,6 +172,8 @@ VisionPretrainResult pretrainVision(const DemoTrainOptions& o, Parameters& param
         }
     }
     r.seconds = secondsSince(t0);
+    r.probeWeight = heads.cellW.detach().clone();
+    r.probeBias = heads.cellB.detach().clone();
     return r;
 }
 
