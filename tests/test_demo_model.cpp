@@ -400,13 +400,14 @@ private slots:
             std::printf("  %-9s %3d / %3d\n", questionTypeName(QuestionType(t)), r.correct[t], r.total[t]);
         std::printf("  overall   %.1f%% of %d questions, %.0f s\n", 100 * r.overall(), r.questions(), r.seconds);
         QVERIFY(r.questions() >= 60 * 4);
-        // Bounds a little under what the shipped model scores here (93.1 % overall; colour, shape
-        // and exists all right, count 54/60, position 44/58, describe 56/60). A model blind to the
-        // image scores at most ~30 % overall and <= 40 % on colour and count (answer priors).
-        QVERIFY2(r.overall() >= 0.9, qPrintable(QString("overall accuracy %1").arg(r.overall())));
+        // Bounds a little under what the shipped model scores here (97.1 % overall; colour, shape
+        // and exists all right, count 57/60, position 53/58, describe 58/60); overall is the
+        // issue's 95 %. A model blind to the image scores at most ~30 % overall and <= 40 % on
+        // colour and count (answer priors).
+        QVERIFY2(r.overall() >= 0.95, qPrintable(QString("overall accuracy %1").arg(r.overall())));
         const std::pair<QuestionType, double> bounds[] = {{QuestionType::Color, 0.95},  {QuestionType::Shape, 0.95},
-                                                          {QuestionType::Count, 0.85},  {QuestionType::Exists, 0.95},
-                                                          {QuestionType::Position, 0.7}, {QuestionType::Describe, 0.85}};
+                                                          {QuestionType::Count, 0.9},   {QuestionType::Exists, 0.95},
+                                                          {QuestionType::Position, 0.85}, {QuestionType::Describe, 0.9}};
         for (const auto& [type, bound] : bounds)
             QVERIFY2(r.accuracy(type) >= bound, qPrintable(QString("%1: %2 < %3").arg(questionTypeName(type)).arg(r.accuracy(type)).arg(bound)));
     }
