@@ -172,8 +172,8 @@ VisionPretrainResult pretrainVision(const DemoTrainOptions& o, Parameters& param
         }
     }
     r.seconds = secondsSince(t0);
-    r.probeWeight = heads.cellW.detach().clone();
-    r.probeBias = heads.cellB.detach().clone();
+    r.probeWeight = heads.cellW.detach();   // the heads end here: no copy needed
+    r.probeBias = heads.cellB.detach();
     return r;
 }
 
