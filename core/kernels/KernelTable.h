@@ -1,0 +1,77 @@
+#pragma once
+// Internal to the kernels: the per-ISA function table that Kernels.cpp dispatches through, and the
+// exact scalar conversions every kernel file shares.
+//
+// Each ISA lives in its own .cpp compiled with its own -m flags (KernelsAvx2.cpp with AVX2/FMA/F16C,
+// KernelsAvx512.cpp with AVX-512), and only Kernels.cpp chooses which one runs, after asking the
+// CPU. So nothing in this header may be an inline function with external linkage: if one were
+// compiled into an AVX-512 file, the linker could keep that copy for the whole program and a
+// portable caller would crash on an older CPU. The helpers below are `static inline` (one private
+// copy per file) for that reason.
+#include "kernels/Kernels.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace kvsteer::kernels::detail {
+
+// y[r, n] = dot(x row r, W row n) for r < m and rows n in [n0, n1) of W.
+//   x [m, w.cols] float32, row stride xStride; y [m, w.rows] float32, row stride yStride.
+// m is 1..kSkinnyMaxRows: each W row is loaded once and used for all m x rows.
+using SkinnyFn = void (*)(const float* x, int64_t m, int64_t xStride, const WeightView& w,
+                          int64_t n0, int64_t n1, float* y, int64_t yStride);
+// dst[i] = float(src[i]) for i < n, src of type t.
+using WidenFn = void (*)(const void* src, WeightType t, int64_t n, float* dst);
+
+struct KernelTable {
+    SkinnyFn skinny = nullptr;
+    WidenFn widenRow = nullptr;
+};
+
+// One table per ISA. The x86 getters return nullptr when the project is built for another
+// architecture (bestIsa() is then Portable, so they are never asked for).
+const KernelTable* portableTable();
+const KernelTable* avx2Table();
+const KernelTable* avx512Table();
+
+// "avx512" | "avx2" | "portable" (any case) -> true and *out; anything else (or null) -> false.
+// Used for KVSTEER_ISA; declared here so the tests can check the parsing without the environment.
+bool parseIsaName(const char* name, Isa* out);
+
+// ---- exact scalar conversions (static inline: see the note at the top) ----
+
+static inline float floatFromBits(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+// IEEE binary16 -> binary32. Every half value is a float value, so this is exact: re-bias the
+// exponent (15 -> 127) and move the 10 mantissa bits to the top of float's 23.
+static inline float halfToFloatScalar(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    if (exponent == 0x1fu)   // inf (mantissa 0) or NaN (payload kept)
+        return floatFromBits(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent != 0)       // normal: 2^(e-15) * 1.m
+        return floatFromBits(sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13));
+    if (mantissa == 0)       // +-0
+        return floatFromBits(sign);
+    // Subnormal half, mantissa * 2^-24: normal as a float. Shift the leading 1 up to bit 10 (the
+    // implicit bit) and lower the exponent once per shift.
+    int shifts = 0;
+    while ((mantissa & 0x400u) == 0) {
+        mantissa <<= 1;
+        ++shifts;
+    }
+    const uint32_t floatExponent = static_cast<uint32_t>(127 - 14 - shifts);
+    return floatFromBits(sign | (floatExponent << 23) | ((mantissa & 0x3ffu) << 13));
+}
+
+// bfloat16 is the top half of a float32: put the 16 bits back on top.
+static inline float bfloat16ToFloatScalar(uint16_t b) {
+    return floatFromBits(static_cast<uint32_t>(b) << 16);
+}
+
+} // namespace kvsteer::kernels::detail

@@ -1,0 +1,272 @@
+// The kernels' front door: which ISA runs (the CPU, KVSTEER_ISA, forceIsa), how the work is split
+// over ATen's thread pool, and the panel kernel on top of OpenBLAS's sgemm. The arithmetic itself
+// is in the per-ISA files (KernelsPortable.cpp, KernelsAvx2.cpp, KernelsAvx512.cpp), reached
+// through the table in KernelTable.h. Compiled with no special flags, like the rest of the project.
+#include "kernels/Kernels.h"
+#include "kernels/KernelTable.h"
+
+#include <ATen/Parallel.h>
+
+// With an OpenMP libtorch (Debian's), at::parallel_for only uses the pool in a file compiled with
+// OpenMP; without it every matmul would quietly run on one thread (core/CMakeLists.txt).
+#if AT_PARALLEL_OPENMP && !defined(_OPENMP)
+#error "Kernels.cpp must be compiled with OpenMP, or at::parallel_for runs on one thread"
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <dlfcn.h>
+
+namespace kvsteer::kernels {
+
+using detail::KernelTable;
+
+// ---------------------------------------------------------------------------------------------
+// Which ISA
+
+namespace {
+
+Isa detectIsa() {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    // Only what the code uses. The AVX-512 file is also compiled with AVX2/FMA/F16C available to
+    // the compiler, so its level requires those too (every AVX-512 CPU has them).
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl");
+    if (avx512) return Isa::Avx512;
+    if (avx2) return Isa::Avx2;
+#endif
+    return Isa::Portable;
+}
+
+// Isa is ordered best first, so "capped to bestIsa()" is the later of the two.
+Isa capToCpu(Isa isa) {
+    return static_cast<int>(isa) < static_cast<int>(bestIsa()) ? bestIsa() : isa;
+}
+
+// KVSTEER_ISA, read once. Unset -> bestIsa(); an unknown value is reported and ignored.
+Isa isaFromEnvironment() {
+    const char* value = std::getenv("KVSTEER_ISA");
+    if (value == nullptr || *value == '\0') return bestIsa();
+    Isa isa;
+    if (!detail::parseIsaName(value, &isa)) {
+        std::fprintf(stderr, "kvsteer: ignoring KVSTEER_ISA=%s (expected avx512, avx2 or portable)\n", value);
+        return bestIsa();
+    }
+    return capToCpu(isa);
+}
+
+// forceIsa()'s choice, or -1 while nothing was forced (the environment then decides).
+std::atomic<int> forcedIsa{-1};
+
+const KernelTable& activeTable() {
+    switch (activeIsa()) {
+    case Isa::Avx512: return *detail::avx512Table();
+    case Isa::Avx2: return *detail::avx2Table();
+    case Isa::Portable: break;
+    }
+    return *detail::portableTable();
+}
+
+} // namespace
+
+bool detail::parseIsaName(const char* name, Isa* out) {
+    if (name == nullptr) return false;
+    // ASCII lower case by hand: std::tolower depends on the C locale.
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Portable}) {
+        const char* expected = isaName(isa);
+        size_t i = 0;
+        while (name[i] != '\0' && lower(name[i]) == expected[i]) ++i;
+        if (name[i] == '\0' && expected[i] == '\0') {
+            *out = isa;
+            return true;
+        }
+    }
+    return false;
+}
+
+Isa bestIsa() {
+    static const Isa best = detectIsa();
+    return best;
+}
+
+Isa activeIsa() {
+    const int forced = forcedIsa.load(std::memory_order_relaxed);
+    if (forced >= 0) return static_cast<Isa>(forced);
+    static const Isa fromEnvironment = isaFromEnvironment();
+    return fromEnvironment;
+}
+
+void forceIsa(Isa isa) { forcedIsa.store(static_cast<int>(capToCpu(isa)), std::memory_order_relaxed); }
+
+const char* isaName(Isa isa) {
+    switch (isa) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    case Isa::Portable: return "portable";
+    }
+    return "unknown";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions
+
+float halfToFloat(uint16_t h) { return detail::halfToFloatScalar(h); }
+float bfloat16ToFloat(uint16_t b) { return detail::bfloat16ToFloatScalar(b); }
+void widenRow(const void* src, WeightType t, int64_t n, float* dst) { activeTable().widenRow(src, t, n, dst); }
+
+// ---------------------------------------------------------------------------------------------
+// Splitting the work
+
+namespace {
+
+int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t multiple) { return divUp(a, multiple) * multiple; }
+
+// Rows of W are handed out in multiples of this (a cache-friendly, SIMD-friendly unit).
+constexpr int64_t kRowQuantum = 16;
+// Below these sizes a matmul runs on the calling thread, where one thread needs only some 20 us
+// and waking the pool would cost a good part of that: the skinny kernel streams about 10 GB/s of
+// weights per thread, the panel kernel computes about 100 GFLOP/s per thread.
+constexpr int64_t kMinParallelWeights = 1 << 18;   // skinny: weight elements read
+constexpr int64_t kMinParallelMacs = 1 << 20;      // panel: multiply-adds
+
+// Runs fn(n0, n1) over [0, rows) in blocks of blockRows rows, the blocks spread over ATen's pool
+// in contiguous runs (its OpenMP backend gives each thread one run of consecutive blocks).
+template <class Fn>
+void forEachRowBlock(int64_t rows, int64_t blockRows, bool parallel, const Fn& fn) {
+    const int64_t blocks = divUp(rows, blockRows);
+    auto run = [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) fn(b * blockRows, std::min(rows, (b + 1) * blockRows));
+    };
+    if (parallel && blocks > 1)
+        at::parallel_for(0, blocks, 1, run);
+    else
+        run(0, blocks);
+}
+
+// The table's skinny kernel for any m: x in blocks of kSkinnyMaxRows rows, W rows [n0, n1).
+void skinnyBlock(const KernelTable& table, const float* x, int64_t m, int64_t xStride, const WeightView& w,
+                 int64_t n0, int64_t n1, float* y, int64_t yStride) {
+    for (int64_t r = 0; r < m; r += kSkinnyMaxRows)
+        table.skinny(x + r * xStride, std::min(kSkinnyMaxRows, m - r), xStride, w, n0, n1, y + r * yStride, yStride);
+}
+
+// Nothing to do, or nothing to sum (cols == 0 gives zeros). True when the caller can return.
+bool handleEmpty(int64_t m, const WeightView& w, float* y, int64_t yStride) {
+    if (m <= 0 || w.rows <= 0) return true;
+    if (w.cols > 0) return false;
+    for (int64_t r = 0; r < m; ++r) std::fill(y + r * yStride, y + r * yStride + w.rows, 0.0f);
+    return true;
+}
+
+} // namespace
+
+void skinnyMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride) {
+    if (handleEmpty(m, w, y, yStride)) return;
+    const KernelTable& table = activeTable();
+    // One contiguous chunk of W rows per thread: each thread streams its own part of the matrix.
+    const int64_t threads = std::max(1, at::get_num_threads());
+    const int64_t chunkRows = roundUp(divUp(w.rows, threads), kRowQuantum);
+    const bool parallel = w.rows * w.cols >= kMinParallelWeights;
+    forEachRowBlock(w.rows, chunkRows, parallel, [&](int64_t n0, int64_t n1) {
+        skinnyBlock(table, x, m, xStride, w, n0, n1, y, yStride);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The panel kernel
+
+namespace {
+
+// The Fortran BLAS sgemm (column-major), found at run time: libtorch links libblas.so.3 (OpenBLAS
+// on Debian), but kvsteer does not link a BLAS itself, and another BLAS may lack the symbol.
+using SgemmFn = void (*)(const char* transA, const char* transB, const int* m, const int* n, const int* k,
+                         const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
+                         const float* beta, float* c, const int* ldc);
+
+SgemmFn findSgemm() {
+    static const SgemmFn fn = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
+    return fn;
+}
+
+// Panel rows for a matrix with `cols` columns: the widened panel (rows * cols floats) about 2 MB,
+// so it stays in L2/L3 while sgemm reads it for every row of x; a multiple of 16, at least 16.
+int64_t panelRows(int64_t cols) {
+    constexpr int64_t kPanelBytes = 2 << 20;
+    const int64_t rows = kPanelBytes / (cols * static_cast<int64_t>(sizeof(float)));
+    return std::max(kRowQuantum, rows / kRowQuantum * kRowQuantum);
+}
+
+bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+// Y[:, n0:n0+P] = X · Panelᵀ through column-major sgemm, which sees the same memory transposed:
+// Yᵀ [P, m] (ldc yStride) = Panel [P, K] (stored as K x P, lda) · Xᵀ [K, m] (ldb xStride).
+void sgemmPanel(SgemmFn sgemm, const float* panel, int64_t lda, int64_t p, const float* x, int64_t m,
+                int64_t xStride, int64_t k, float* y, int64_t yStride) {
+    const int P = static_cast<int>(p), M = static_cast<int>(m), K = static_cast<int>(k);
+    const int ldA = static_cast<int>(lda);
+    // A stride is meaningless for a single column, but BLAS still checks ldb >= K and ldc >= P.
+    const int ldB = static_cast<int>(m == 1 ? std::max(xStride, k) : xStride);
+    const int ldC = static_cast<int>(m == 1 ? std::max(yStride, p) : yStride);
+    const float one = 1.0f, zero = 0.0f;
+    sgemm("T", "N", &P, &M, &K, &one, panel, &ldA, x, &ldB, &zero, y, &ldC);
+}
+
+} // namespace
+
+void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride) {
+    if (handleEmpty(m, w, y, yStride)) return;
+    const KernelTable& table = activeTable();
+    const SgemmFn sgemm = findSgemm();
+    const int64_t threads = std::max(1, at::get_num_threads());
+    // Panels no taller than an even share of the rows, so a short matrix still uses every thread.
+    const int64_t rowsPerPanel = std::min(panelRows(w.cols), roundUp(divUp(w.rows, threads), kRowQuantum));
+    const bool intSized = fitsInt(m) && fitsInt(w.rows) && fitsInt(w.cols) && fitsInt(xStride) &&
+                          fitsInt(yStride) && fitsInt(w.rowStride);
+    const bool parallel = m * w.rows * w.cols >= kMinParallelMacs;
+
+    if (sgemm == nullptr || !intSized) {   // no usable sgemm: the skinny kernel, 8 x rows at a time
+        forEachRowBlock(w.rows, rowsPerPanel, parallel, [&](int64_t n0, int64_t n1) {
+            skinnyBlock(table, x, m, xStride, w, n0, n1, y, yStride);
+        });
+        return;
+    }
+
+    if (w.type == WeightType::F32) {   // already float32: sgemm reads the weight rows in place
+        const float* base = static_cast<const float*>(w.data);
+        forEachRowBlock(w.rows, rowsPerPanel, parallel, [&](int64_t n0, int64_t n1) {
+            sgemmPanel(sgemm, base + n0 * w.rowStride, w.rowStride, n1 - n0, x, m, xStride, w.cols, y + n0, yStride);
+        });
+        return;
+    }
+
+    const int64_t elementBytes = 2;   // f16 / bf16
+    const char* base = static_cast<const char*>(w.data);
+    forEachRowBlock(w.rows, rowsPerPanel, parallel, [&](int64_t n0, int64_t n1) {
+        // Panel [n1 - n0, cols] float32, one buffer per pool thread, reused across calls.
+        thread_local std::vector<float> panel;
+        if (panel.size() < static_cast<size_t>(rowsPerPanel * w.cols))
+            panel.resize(static_cast<size_t>(rowsPerPanel * w.cols));
+        for (int64_t n = n0; n < n1; ++n)
+            table.widenRow(base + n * w.rowStride * elementBytes, w.type, w.cols, panel.data() + (n - n0) * w.cols);
+        sgemmPanel(sgemm, panel.data(), w.cols, n1 - n0, x, m, xStride, w.cols, y + n0, yStride);
+    });
+}
+
+void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride) {
+    if (m <= kSkinnyMaxRows)
+        skinnyMatmul(x, m, xStride, w, y, yStride);
+    else
+        panelMatmul(x, m, xStride, w, y, yStride);
+}
+
+} // namespace kvsteer::kernels

@@ -1,0 +1,62 @@
+#pragma once
+// kvsteer's own CPU matmul kernels: y = x · Wᵀ with W kept in the checkpoint's dtype.
+//
+// Why they exist: libtorch 1.13 has no float16 matmul on CPU and its bfloat16 paths are slow or
+// wrong on AVX2, yet a 7B model only fits a 24 GB desktop if its 16-bit weights stay 16-bit. So
+// weights stay as they are on disk (mmap views) and these kernels widen them to float32 on the fly;
+// f16/bf16 -> f32 is exact, so results equal the widened path up to summation order.
+//
+// Two shapes of work, two kernels:
+//   - skinny: 1..8 rows of x (a decode step, the side-by-side pair, a short suffix). Memory-bound:
+//     each weight row is read once and multiplied into every x row while it is in registers.
+//   - panel: many rows (a prompt, the vision tower). Compute-bound: each thread widens a
+//     cache-sized panel of W to float32 and hands it to sgemm (OpenBLAS), so a prompt runs at
+//     float32 GEMM speed without a widened copy of the model.
+// Both split W's rows over the threads of ATen's intra-op pool, the process's one pool (see
+// Runtime.h: OpenBLAS itself runs single-threaded inside it).
+//
+// Every SIMD path has a scalar reference beside it; the path is chosen at run time from what the
+// CPU has (AVX-512, AVX2+F16C+FMA, or portable C++), and can be forced for tests and comparisons.
+// The SIMD files see no libtorch: plain pointers, shapes in comments. Kernels.cpp alone uses
+// ATen, for its thread pool.
+#include <cstdint>
+
+namespace kvsteer::kernels {
+
+enum class WeightType { F32, F16, BF16 };
+
+// A row-major weight matrix W [rows, cols] in its storage dtype; row r starts at
+// data + r * rowStride elements. The memory is not owned (usually an mmap'd checkpoint).
+struct WeightView {
+    const void* data = nullptr;
+    WeightType type = WeightType::F32;
+    int64_t rows = 0, cols = 0;
+    int64_t rowStride = 0;   // in elements; == cols for a contiguous matrix
+};
+
+// The instruction set a kernel runs on, best first.
+enum class Isa { Avx512, Avx2, Portable };
+Isa bestIsa();               // what this CPU supports
+Isa activeIsa();             // what the kernels use: bestIsa(), or KVSTEER_ISA=avx512|avx2|portable (capped to bestIsa)
+void forceIsa(Isa isa);      // for tests and benchmarks; capped to bestIsa()
+const char* isaName(Isa isa);
+
+// The most x rows the skinny kernel takes in one pass; more rows go through the panel kernel.
+constexpr int64_t kSkinnyMaxRows = 8;
+
+// y[r, n] = sum_k x[r, k] * W[n, k] for r < m, n < W.rows, k < W.cols.
+//   x [m, W.cols] float32, row stride xStride; y [m, W.rows] float32, row stride yStride.
+// Any m >= 1: m <= kSkinnyMaxRows uses the skinny kernel, larger m the panel kernel.
+void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride);
+
+// The two kernels on their own (matmul picks between them); exposed for tests and the bench.
+void skinnyMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride);
+void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride);
+
+// Element conversions (exact), the scalar references the SIMD paths are tested against.
+float halfToFloat(uint16_t h);
+float bfloat16ToFloat(uint16_t b);
+// Widens n elements of a row of type t to float32.
+void widenRow(const void* src, WeightType t, int64_t n, float* dst);
+
+} // namespace kvsteer::kernels
