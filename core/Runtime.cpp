@@ -14,14 +14,18 @@ namespace {
 // OpenBLAS's thread control, looked up at run time: libtorch links whatever libblas.so.3 points
 // to, so OpenBLAS may or may not be there.
 using SetThreadsFn = void (*)(int);
-using GetThreadsFn = int (*)();
 
 SetThreadsFn openblasSetThreads() { return reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")); }
-GetThreadsFn openblasGetThreads() { return reinterpret_cast<GetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")); }
 
 } // namespace
 
 void setThreads(int threads) {
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (SetThreadsFn set = openblasSetThreads()) set(1);
+    at::set_num_threads(threads);
+}
+
+void setBlasThreads(int threads) {
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (SetThreadsFn set = openblasSetThreads()) {
         set(threads);
@@ -31,10 +35,7 @@ void setThreads(int threads) {
     }
 }
 
-int currentThreads() {
-    if (GetThreadsFn get = openblasGetThreads()) return get();
-    return at::get_num_threads();
-}
+int currentThreads() { return at::get_num_threads(); }
 
 bool deviceAvailable(const c10::Device& device) {
     if (device.is_cpu()) return true;

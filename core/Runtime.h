@@ -1,17 +1,20 @@
 #pragma once
-// Process-wide runtime settings of libtorch.
+// Process-wide runtime settings of libtorch: who owns the cores.
 //
-// Debian's libtorch runs on ONE thread unless told, and its matmuls go to OpenBLAS, which has a
-// thread pool of its own. Measured here: letting ATen's OpenMP pool and OpenBLAS's pool both use
-// every core makes them fight (OpenBLAS spins in sched_yield while OpenMP workers wait), halving
-// decode speed. So with OpenBLAS present the cores go to OpenBLAS and ATen's own pool gets one
-// thread; with any other BLAS (MKL in pip's libtorch) ATen's setting governs both.
+// One pool owns them: ATen's intra-op pool (OpenMP in Debian's libtorch). kvsteer's kernels split
+// their work with at::parallel_for, and the sgemm calls they make inside it run single-threaded.
+// Debian's libtorch hands matmuls to OpenBLAS, which has a pool of its own; measured here, letting
+// both pools use every core makes them fight (OpenBLAS spins in sched_yield while OpenMP workers
+// wait) and halves the speed. So OpenBLAS is held at one thread whenever it is present.
 #include <c10/core/Device.h>
 
 namespace kvsteer {
 
-void setThreads(int threads);   // 0 = all hardware threads
-int currentThreads();           // threads doing the matmuls
+void setThreads(int threads);   // 0 = all hardware threads; also pins OpenBLAS to one thread
+int currentThreads();           // threads of the pool the kernels run on
+// For code whose matmuls are ATen's own (the demo trainer): the cores go to OpenBLAS instead and
+// ATen's pool gets one thread. LlavaModel::load switches back.
+void setBlasThreads(int threads);
 bool deviceAvailable(const c10::Device& device);
 
 } // namespace kvsteer

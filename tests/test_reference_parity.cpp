@@ -59,8 +59,54 @@ private slots:
         const std::string f16Dir = tmp_.filePath("f16-sharded").toStdString();
         // 4.2 M float16 parameters ~ 8.6 MB: 3 MB shards give several files, like a real download.
         writeConvertedReferenceModel(f16Dir, at::kHalf, 3 * 1024 * 1024);
+        const std::string bf16Dir = tmp_.filePath("bf16-sharded").toStdString();
+        writeConvertedReferenceModel(bf16Dir, at::kBFloat16, 3 * 1024 * 1024);
         models_["f32"] = LlavaModel::load(referenceModelDir());
+        // The default path: 16-bit weights stay 16-bit (mmap views), the kernels widen them.
         models_["f16-sharded"] = LlavaModel::load(f16Dir);
+        models_["bf16-sharded"] = LlavaModel::load(bf16Dir);
+        // The same files widened once at load (--dtype f32): the path the kernels must equal.
+        LoadOptions widen;
+        widen.dtype = "f32";
+        models_["f16-widened"] = LlavaModel::load(f16Dir, widen);
+        models_["bf16-widened"] = LlavaModel::load(bf16Dir, widen);
+    }
+
+    void sixteenBitWeightsStaySixteenBit() {
+        QCOMPARE(models_["f16-sharded"]->weightsDtype(), std::string("float16"));
+        QCOMPARE(models_["bf16-sharded"]->weightsDtype(), std::string("bfloat16"));
+        QCOMPARE(models_["f16-widened"]->weightsDtype(), std::string("float32"));
+        QCOMPARE(models_["f32"]->weightsDtype(), std::string("float32"));
+    }
+
+    void keptSixteenBitEqualsWidened_data() {
+        QTest::addColumn<QString>("caseName");
+        QTest::addColumn<QString>("dtype");
+        for (const char* d : {"f16", "bf16"})
+            for (const char* c : {"red_square", "gradient", "text_only"})
+                QTest::newRow((std::string(c) + "/" + d).c_str()) << QString(c) << QString(d);
+    }
+    void keptSixteenBitEqualsWidened() {
+        // f16/bf16 -> f32 is exact, so the kernels on kept 16-bit weights and ATen on the widened
+        // copy differ only in summation order: the same cache to float32 rounding, the same
+        // greedy answer token for token.
+        QFETCH(QString, caseName);
+        QFETCH(QString, dtype);
+        const auto c = caseInfo(caseName.toStdString());
+        auto kept = models_[dtype.toStdString() + "-sharded"], widened = models_[dtype.toStdString() + "-widened"];
+        Session a(kept), b(widened);
+        a.prefill(promptFor(*kept, c), 20);
+        b.prefill(promptFor(*widened, c), 20);
+        for (int l = 0; l < kept->config().text.numLayers; ++l) {
+            QVERIFY2(maxAbsDiff(a.snapshot().keys(l), b.snapshot().keys(l)) <= 1e-4, "keys");
+            QVERIFY2(maxAbsDiff(a.snapshot().values(l), b.snapshot().values(l)) <= 1e-4, "values");
+        }
+        GenerationOptions gen;
+        gen.maxNewTokens = 20;
+        gen.stopAtEos = false;
+        const Generation ga = a.generate(gen), gb = b.generate(gen);
+        QCOMPARE(ga.ids, gb.ids);
+        if (dtype == "f16") QCOMPARE(ga.ids, toIds(SafeTensorsFile(referenceTensorsPath(caseName.toStdString())).tensor("greedy_ids")));
     }
 
     void f16CopyIsShardedWithNewNames() {

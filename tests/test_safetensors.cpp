@@ -11,7 +11,9 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/allclose.h>
 #include <ATen/ops/equal.h>
+#include <ATen/ops/matmul.h>
 #include <ATen/ops/randn.h>
 
 #include <fstream>
@@ -73,9 +75,9 @@ private slots:
     }
 
     void sixteenBitWeightsWidenExactly() {
-        // A float16 checkpoint loaded as float32: big tensors are converted by several threads in
-        // row blocks (a row count that does not divide evenly), small ones in one copy; fused
-        // weights the same. Every value must equal ATen's own conversion.
+        // A float16 checkpoint loaded as float32 (--dtype f32): big tensors are converted by
+        // several threads in row blocks (a row count that does not divide evenly), small ones in
+        // one copy; fused weights the same. Every value must equal ATen's own conversion.
         QTemporaryDir dir;
         const std::string d = dir.path().toStdString();
         const at::Tensor big = at::randn({1027, 1100}).to(at::kHalf), small = at::randn({5, 1100}).to(at::kHalf);
@@ -84,14 +86,42 @@ private slots:
         const Checkpoint ckpt = Checkpoint::open(d);
         setThreads(2);
         QCOMPARE(currentThreads(), 2);   // the threaded path
-        const WeightFormat f32;
+        WeightFormat f32;
+        f32.storage = at::kFloat;
         const at::Tensor a = loadWeight(ckpt, "text.layers.0.mlp.down_proj.weight", {1027, 1100}, f32);
         QCOMPARE(a.scalar_type(), at::kFloat);
         QVERIFY(at::equal(a, big.to(at::kFloat)));
         QVERIFY(at::equal(loadWeight(ckpt, "text.layers.0.mlp.up_proj.weight", {5, 1100}, f32), small.to(at::kFloat)));
-        const at::Tensor fused = loadFusedWeight(ckpt, {"text.layers.0.mlp.up_proj.weight", "text.layers.0.mlp.down_proj.weight"},
-                                                 {{5, 1100}, {1027, 1100}}, f32);
-        QVERIFY(at::equal(fused, at::cat({small, big}).to(at::kFloat)));
+        const LinearWeight fused = loadFusedLinear(ckpt, {"text.layers.0.mlp.up_proj.weight", "text.layers.0.mlp.down_proj.weight"},
+                                                   {{5, 1100}, {1027, 1100}}, f32);
+        QCOMPARE(fused.parts.size(), size_t(1));   // converted: one stacked buffer
+        QVERIFY(at::equal(fused.parts[0], at::cat({small, big}).to(at::kFloat)));
+    }
+
+    void sixteenBitWeightsStayMappedByDefault() {
+        // The default format keeps each tensor's own dtype: float16 weights are views of the
+        // mapped file (no copy), and a fused weight is its parts side by side, not a new buffer.
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        const at::Tensor big = at::randn({64, 96}).to(at::kHalf), small = at::randn({5, 96}).to(at::kBFloat16);
+        writeSafeTensors(d + "/model.safetensors", {{"language_model.model.layers.0.mlp.down_proj.weight", big},
+                                                    {"language_model.model.layers.0.mlp.up_proj.weight", small}});
+        const Checkpoint ckpt = Checkpoint::open(d);
+        const WeightFormat asStored;
+        const at::Tensor view = ckpt.load("text.layers.0.mlp.down_proj.weight", {64, 96});
+        const at::Tensor a = loadWeight(ckpt, "text.layers.0.mlp.down_proj.weight", {64, 96}, asStored);
+        QCOMPARE(a.scalar_type(), at::kHalf);
+        QCOMPARE(a.data_ptr(), view.data_ptr());   // the same mapped bytes
+        const LinearWeight fused = loadFusedLinear(ckpt, {"text.layers.0.mlp.up_proj.weight", "text.layers.0.mlp.down_proj.weight"},
+                                                   {{5, 96}, {64, 96}}, asStored);
+        QCOMPARE(fused.parts.size(), size_t(2));
+        QCOMPARE(fused.parts[0].scalar_type(), at::kBFloat16);
+        QCOMPARE(fused.parts[1].data_ptr(), view.data_ptr());
+        QCOMPARE(fused.outFeatures(), int64_t(69));
+        // y = x W^T through the kernels equals ATen on the widened, concatenated weight.
+        const at::Tensor x = at::randn({3, 96});
+        const at::Tensor want = at::matmul(x, at::cat({small.to(at::kFloat), big.to(at::kFloat)}).t());
+        QVERIFY(at::allclose(applyLinear(x, fused), want, 1e-4, 1e-4));
     }
 
     void readsReferenceCheckpoint() {

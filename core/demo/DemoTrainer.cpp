@@ -141,7 +141,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     if (o.outDir.empty()) throw Error("train-demo: no output directory");
     if (o.steps <= 0 && o.minutes <= 0) throw Error("train-demo: give a step count or a time budget");
     if (o.imagesPerStep < 1) throw Error("train-demo: images per step must be >= 1");
-    setThreads(o.threads);
+    setBlasThreads(o.threads);
     at::manual_seed(o.seed);
     const c10::ScalarType dtype = o.dtype == "f16" ? at::kHalf : (o.dtype == "f32" ? at::kFloat : throw Error("train-demo: dtype must be f32 or f16"));
 

@@ -36,22 +36,22 @@ Llama::Llama(const TextConfig& c, const Checkpoint& ckpt, const WeightFormat& fo
 
     embedTokens_ = loadWeight(ckpt, "text.embed_tokens.weight", {vocab, d}, format);
     finalNorm_ = loadWeight(ckpt, "text.norm.weight", {d}, small);
-    if (ckpt.has("lm_head.weight")) lmHead_ = loadWeight(ckpt, "lm_head.weight", {vocab, d}, format);
-    else if (c.tieWordEmbeddings) lmHead_ = embedTokens_;
-    else lmHead_ = loadWeight(ckpt, "lm_head.weight", {vocab, d}, format);   // throws: missing tensor
+    if (ckpt.has("lm_head.weight")) lmHead_ = loadLinear(ckpt, "lm_head.weight", {vocab, d}, format);
+    else if (c.tieWordEmbeddings) lmHead_ = LinearWeight{{embedTokens_}};
+    else lmHead_ = loadLinear(ckpt, "lm_head.weight", {vocab, d}, format);   // throws: missing tensor
 
     for (int i = 0; i < c.numLayers; ++i) {
         Layer L;
         L.inputNorm = loadWeight(ckpt, layerName(i, "input_layernorm.weight"), {d}, small);
         L.postNorm = loadWeight(ckpt, layerName(i, "post_attention_layernorm.weight"), {d}, small);
-        L.qkvWeight = loadFusedWeight(ckpt,
+        L.qkvWeight = loadFusedLinear(ckpt,
                                       {layerName(i, "self_attn.q_proj.weight"), layerName(i, "self_attn.k_proj.weight"),
                                        layerName(i, "self_attn.v_proj.weight")},
                                       {{qDim, d}, {kvDim, d}, {kvDim, d}}, format);
-        L.oWeight = loadWeight(ckpt, layerName(i, "self_attn.o_proj.weight"), {d, qDim}, format);
-        L.gateUpWeight = loadFusedWeight(ckpt, {layerName(i, "mlp.gate_proj.weight"), layerName(i, "mlp.up_proj.weight")},
+        L.oWeight = loadLinear(ckpt, layerName(i, "self_attn.o_proj.weight"), {d, qDim}, format);
+        L.gateUpWeight = loadFusedLinear(ckpt, {layerName(i, "mlp.gate_proj.weight"), layerName(i, "mlp.up_proj.weight")},
                                          {{inter, d}, {inter, d}}, format);
-        L.downWeight = loadWeight(ckpt, layerName(i, "mlp.down_proj.weight"), {d, inter}, format);
+        L.downWeight = loadLinear(ckpt, layerName(i, "mlp.down_proj.weight"), {d, inter}, format);
         layers_.push_back(std::move(L));
     }
 
@@ -152,6 +152,17 @@ at::Tensor Llama::rotate(const at::Tensor& x, const at::Tensor& positions, bool 
     const at::Tensor cos = ropeCos_.index_select(0, pos).to(x.scalar_type());
     const at::Tensor sin = ropeSin_.index_select(0, pos).to(x.scalar_type());
     return rope(x, cos, inverse ? -sin : sin);   // rotating by -theta undoes rotating by theta
+}
+
+int64_t Llama::weightBytesPerToken() const {
+    auto bytes = [](const LinearWeight& w) {
+        int64_t n = 0;
+        for (const at::Tensor& p : w.parts) n += p.numel() * static_cast<int64_t>(p.element_size());
+        return n;
+    };
+    int64_t total = bytes(lmHead_);
+    for (const Layer& L : layers_) total += bytes(L.qkvWeight) + bytes(L.oWeight) + bytes(L.gateUpWeight) + bytes(L.downWeight);
+    return total;
 }
 
 at::Tensor Llama::logits(const at::Tensor& hidden) const { return applyLinear(hidden, lmHead_).to(at::kFloat); }

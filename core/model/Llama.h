@@ -45,6 +45,10 @@ public:
 
     at::Tensor logits(const at::Tensor& hidden) const;   // [.., D] -> [.., V], float32
 
+    // Weight bytes one decode step reads (every layer's matrices and the LM head): bandwidth
+    // divided by this is the memory roofline of decoding.
+    int64_t weightBytesPerToken() const;
+
     // Rotates x [..., N, head_dim] by the RoPE angles of `positions` [N] (int64), or back
     // (inverse): how cached (post-RoPE) keys and position-free (pre-RoPE) directions relate.
     at::Tensor rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
@@ -52,8 +56,8 @@ public:
 private:
     struct Layer {
         at::Tensor inputNorm, postNorm;
-        at::Tensor qkvWeight, oWeight;     // q, k, v fused: [(H + 2 H_kv) * hd, D]
-        at::Tensor gateUpWeight, downWeight; // gate and up fused: [2 I, D]
+        LinearWeight qkvWeight, oWeight;     // q, k, v fused: [(H + 2 H_kv) * hd, D]
+        LinearWeight gateUpWeight, downWeight; // gate and up fused: [2 I, D]
     };
     at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight) const;
     at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
@@ -62,7 +66,8 @@ private:
 
     TextConfig config_;
     WeightFormat format_;
-    at::Tensor embedTokens_, finalNorm_, lmHead_;
+    at::Tensor embedTokens_, finalNorm_;
+    LinearWeight lmHead_;   // the embedding table itself when tied
     at::Tensor ropeCos_, ropeSin_;   // [max_position_embeddings, head_dim], float32 -> compute dtype
     std::vector<Layer> layers_;
 };
