@@ -2,6 +2,7 @@
 
 #include "Error.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace kvsteer {
@@ -31,9 +32,11 @@ std::string modelDirectory(const CommandLine& cl) {
 LoadOptions loadOptions(const CommandLine& cl) {
     LoadOptions o;
     o.device = cl.get("device", "cpu");
-    o.dtype = cl.get("dtype", "f32");
+    o.dtype = cl.get("dtype", "auto");
     o.threads = cl.getInt("threads", 0);
     if (o.threads < 0) throw UsageError("option --threads must be >= 0");
+    // The memory check sizes the KV cache for the answer asked for.
+    if (cl.has("max-new-tokens")) o.reserveTokens = std::max(1, cl.getInt("max-new-tokens", 1));
     return o;
 }
 

@@ -29,7 +29,7 @@ const char* kUsage = R"(usage: kvsteer <command> [options]
 
 commands:
   generate     --model DIR [--image FILE] --prompt TEXT [--raw-prompt] [--max-new-tokens N]
-               [--dtype f32|bf16|f16] [--device cpu|cuda] [--threads N]
+               [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]
                [--seed S --temperature T --top-p P --top-k K] [--json] [--dump-prefill FILE.safetensors]
   inspect      --model DIR
   extract      --model DIR --recipe image-pair|region|text-pairs [--pca] [--per-position] [--key-space post|pre]
@@ -119,6 +119,7 @@ int commandMakeRandom(int argc, char** argv) {
     if (!cl.has("preset") || !cl.has("out")) throw UsageError("make-random needs --preset NAME and --out DIR");
     const ModelConfig config = randomPreset(cl.get("preset"));
     const c10::ScalarType dtype = parseDtype(cl.get("dtype", "f16"));
+    if (dtype == c10::ScalarType::Undefined) throw UsageError("make-random --dtype: expected f32, f16 or bf16 (a new file has no stored dtype to keep)");
     const std::string tokenizerFrom = cl.get("tokenizer-from", KVSTEER_DEMO_MODEL_DIR);
     const double shardGb = cl.getDouble("shard-gb", 2.0);
     if (shardGb <= 0) throw UsageError("option --shard-gb must be > 0");

@@ -48,6 +48,25 @@ private slots:
         QVERIFY(r.out.find("\"generated_ids\"") != std::string::npos);
     }
 
+    void modelThatDoesNotFitIsRefusedBeforeLoading() {
+        // The memory check, with a small budget forced through the environment (the same path a
+        // 7B float32 load takes on a 24 GB desktop): exit 1 with what is needed, what is
+        // available and what helps — never an OOM kill.
+        qputenv("KVSTEER_MEMORY_BUDGET", "1M");
+        expectError({"--model", referenceModelDir(), "--image", image(), "--prompt", "hi"},
+                    {referenceModelDir(), "needs about", "weights", "KV cache", "1.0 MB is available (KVSTEER_MEMORY_BUDGET)", "--max-new-tokens"});
+        // Widening a float16 checkpoint doubles its weights: the message says --dtype auto helps.
+        const std::string f16 = tmp_.filePath("f16").toStdString();
+        writeConvertedReferenceModel(f16, at::kHalf, int64_t(1) << 30);
+        expectError({"--model", f16, "--image", image(), "--prompt", "hi", "--dtype", "f32"}, {"--dtype auto keeps", "(weights 8.6 MB)"});
+        qputenv("KVSTEER_MEMORY_BUDGET", "lots");
+        expectError({"--model", referenceModelDir(), "--prompt", "hi"}, {"KVSTEER_MEMORY_BUDGET='lots'", "expected a size"});
+        qputenv("KVSTEER_MEMORY_BUDGET", "64G");   // room enough: it loads and answers
+        const ProcessResult r = runCli({"generate", "--model", referenceModelDir(), "--image", image(), "--prompt", "hi", "--max-new-tokens", "2"});
+        qunsetenv("KVSTEER_MEMORY_BUDGET");
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+    }
+
     void missingModelDirectory() { expectError({"--model", tmp_.filePath("nope").toStdString(), "--prompt", "hi"}, {"nope", "does not exist"}); }
 
     void missingSafetensors() {

@@ -128,7 +128,28 @@ at::Tensor Checkpoint::load(const std::string& canonicalName, const std::vector<
     if (info.shape != expectedShape)
         throw Error(file.path() + ": tensor '" + info.name + "' has shape " + shapeText(info.shape) + " but the config implies " +
                     shapeText(expectedShape));
-    return file.tensor(it->second.diskName);
+    at::Tensor t = file.tensor(it->second.diskName);
+    if (observer_) observer_(static_cast<int64_t>(info.end - info.begin));
+    return t;
+}
+
+int64_t Checkpoint::bytes(const std::string& canonicalName, c10::ScalarType dtype) const {
+    auto it = entries_.find(canonicalName);
+    if (it == entries_.end()) return 0;
+    const TensorInfo& info = files_[it->second.file]->info(it->second.diskName);
+    if (dtype == c10::ScalarType::Undefined) return static_cast<int64_t>(info.end - info.begin);
+    return info.numel() * static_cast<int64_t>(c10::elementSize(dtype));
+}
+
+std::string Checkpoint::diskDtype(const std::string& canonicalName) const {
+    auto it = entries_.find(canonicalName);
+    return it == entries_.end() ? std::string() : files_[it->second.file]->info(it->second.diskName).dtype;
+}
+
+int64_t Checkpoint::storedBytes() const {
+    int64_t n = 0;
+    for (const auto& [canonical, e] : entries_) n += bytes(canonical, c10::ScalarType::Undefined);
+    return n;
 }
 
 int64_t Checkpoint::parameterCount() const {

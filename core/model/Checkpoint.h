@@ -9,6 +9,7 @@
 //   projector.<rest>  e.g. projector.linear_1.weight
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,6 +33,13 @@ public:
     size_t fileCount() const { return files_.size(); }
     int64_t parameterCount() const;
     std::map<std::string, int64_t> parametersByDtype() const;   // "F16" -> count
+    // Bytes of a tensor kept as `dtype` (Undefined: as stored), without touching its data.
+    int64_t bytes(const std::string& canonicalName, c10::ScalarType dtype) const;
+    int64_t storedBytes() const;   // every tensor, as stored
+    std::string diskDtype(const std::string& canonicalName) const;   // "F16", ...; "" if absent
+
+    // Called after every load() with the stored bytes of that tensor (progress of a model load).
+    void setLoadObserver(std::function<void(int64_t bytes)> observer) { observer_ = std::move(observer); }
 
 private:
     struct Entry {
@@ -41,6 +49,7 @@ private:
     std::string directory_;
     std::vector<std::shared_ptr<SafeTensorsFile>> files_;
     std::map<std::string, Entry> entries_;
+    std::function<void(int64_t)> observer_;
 };
 
 // Maps an on-disk tensor name to the canonical scheme above; "" for names the model does not use.

@@ -8,6 +8,7 @@
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/tensor.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -28,10 +29,71 @@ WeightFormat weightFormat(const LoadOptions& o) {
     if (f.device.is_cuda() && !deviceAvailable(f.device))
         throw Error("device '" + o.device + "' requested but this libtorch has no usable CUDA device");
     const c10::ScalarType dtype = parseDtype(o.dtype);
-    f.storage = dtype;
-    // CPU computes in float32 whatever the storage (see Weights.h); CUDA computes in the dtype asked for.
-    f.compute = f.device.is_cpu() ? c10::ScalarType::Float : dtype;
+    // CPU computes in float32 whatever the storage (see Weights.h); CUDA computes in the dtype
+    // asked for, float32 for auto (no kvsteer kernels there to widen 16-bit weights).
+    if (f.device.is_cpu()) {
+        f.storage = dtype;
+        f.compute = c10::ScalarType::Float;
+    } else {
+        f.storage = f.compute = dtype == c10::ScalarType::Undefined ? c10::ScalarType::Float : dtype;
+    }
     return f;
+}
+
+// The peak a loaded model reaches, from the config and the checkpoint's headers: weights as kept,
+// KV caches for a prompt (image + 128 text tokens) plus the reserved new tokens, and the largest
+// prefill buffers. An estimate on the safe side, not an accounting.
+MemoryNeed estimateMemory(const ModelConfig& c, const Checkpoint& ckpt, const WeightFormat& f, int64_t reserveTokens) {
+    MemoryNeed need;
+    for (const std::string& name : ckpt.canonicalNames()) need.weights += ckpt.bytes(name, f.storage);
+
+    const TextConfig& t = c.text;
+    const int64_t act = static_cast<int64_t>(c10::elementSize(f.compute));
+    const int64_t prompt = (c.hasVision ? c.imageSeqLength() : 0) + 128;
+    need.contextTokens = std::min<int64_t>(prompt + std::max<int64_t>(reserveTokens, 1), t.maxPositionEmbeddings);
+    // K and V of every layer; four caches at the peak: the kept snapshot, a steered copy and the
+    // side-by-side pair (one batch of two).
+    const int64_t perToken = 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * act;
+    need.kvCache = 4 * perToken * need.contextTokens;
+
+    const int64_t tp = std::min(prompt, t.maxPositionEmbeddings);
+    const int64_t qkv = int64_t(t.numHeads + 2 * t.numKvHeads) * t.headDim;
+    const int64_t decoder = tp * act * (4 * t.hiddenSize + qkv + 3 * t.intermediateSize) +
+                            3 * int64_t(t.numHeads) * tp * tp * act + 2 * t.vocabSize * act;
+    int64_t vision = 0;
+    if (c.hasVision) {
+        const VisionConfig& v = c.vision;
+        const int64_t tv = v.numPatches() + 1;
+        vision = tv * act * (4 * v.hiddenSize + 2 * v.intermediateSize) + 3 * int64_t(v.numHeads) * tv * tv * act;
+    }
+    const int64_t panels = int64_t(currentThreads()) * (4 << 20);   // the kernels' float32 weight panels
+    const int64_t runtime = int64_t(300) << 20;                      // libtorch, code, allocator slack
+    need.activations = std::max(decoder, vision) + panels + runtime;
+    return need;
+}
+
+// What would make a refused model fit: keeping 16-bit weights, or a shorter generation.
+std::string memoryAdvice(const Checkpoint& ckpt, const WeightFormat& f, const MemoryNeed& need) {
+    std::string advice;
+    if (f.storage != c10::ScalarType::Undefined) {
+        int64_t asStored = 0;
+        for (const std::string& name : ckpt.canonicalNames()) asStored += ckpt.bytes(name, c10::ScalarType::Undefined);
+        if (asStored < need.weights)
+            advice = "--dtype auto keeps the checkpoint's own dtypes (weights " + formatBytes(asStored) + "); ";
+    }
+    return advice + "a shorter --max-new-tokens shrinks the KV cache (" + formatBytes(need.kvCache / std::max<int64_t>(need.contextTokens, 1)) +
+           " per token); or close other programs";
+}
+
+// The dtype most weight bytes are kept in, for the status bar and `inspect`.
+std::string dominantDtype(const Checkpoint& ckpt, const WeightFormat& f) {
+    if (f.storage != c10::ScalarType::Undefined) return dtypeName(f.storage);
+    std::map<std::string, int64_t> bytes;
+    for (const std::string& name : ckpt.canonicalNames()) bytes[ckpt.diskDtype(name)] += ckpt.bytes(name, c10::ScalarType::Undefined);
+    std::string best;
+    for (const auto& [dtype, n] : bytes)
+        if (best.empty() || n > bytes[best]) best = dtype;
+    return best == "F16" ? "float16" : best == "BF16" ? "bfloat16" : best == "F32" ? "float32" : best;
 }
 
 } // namespace
@@ -62,7 +124,21 @@ std::shared_ptr<LlavaModel> LlavaModel::load(const std::string& directory, const
                     " tokens do not fit the model's vocab_size " + std::to_string(m->config_.text.vocabSize));
 
     m->format_ = weightFormat(options);
-    const Checkpoint ckpt = Checkpoint::open(directory);
+    Checkpoint ckpt = Checkpoint::open(directory);
+    // Memory is checked before a byte of weights is touched: refuse rather than be OOM-killed.
+    m->memoryNeed_ = estimateMemory(m->config_, ckpt, m->format_, options.reserveTokens);
+    requireMemory(m->memoryNeed_, memoryBudget(m->format_.device), "model " + directory,
+                  memoryAdvice(ckpt, m->format_, m->memoryNeed_));
+    m->weightsDtype_ = dominantDtype(ckpt, m->format_);
+    if (options.progress) {
+        const int64_t total = ckpt.storedBytes();
+        if (!options.progress(0, total)) throw LoadCancelled{};
+        auto done = std::make_shared<int64_t>(0);
+        ckpt.setLoadObserver([done, total, progress = options.progress](int64_t bytes) {
+            *done += bytes;
+            if (!progress(std::min(*done, total), total)) throw LoadCancelled{};
+        });
+    }
     m->parameterCount_ = ckpt.parameterCount();
     m->diskDtypes_ = ckpt.parametersByDtype();
     m->shardCount_ = ckpt.fileCount();
@@ -138,7 +214,7 @@ std::string LlavaModel::describe() const {
     o << "parameters   " << parameterCount_ << " (" << shardCount_ << " file" << (shardCount_ == 1 ? "" : "s") << "; on disk:";
     for (const auto& [dtype, n] : diskDtypes_) o << " " << dtype << " " << n;
     o << ")\n";
-    o << "runtime      device " << format_.device.str() << ", weights " << c10::toString(format_.storage) << ", compute "
+    o << "runtime      device " << format_.device.str() << ", weights " << weightsDtype_ << ", compute "
       << c10::toString(format_.compute) << ", threads " << currentThreads() << "\n";
     const int64_t kvBytesPerToken = int64_t(2) * t.numLayers * t.numKvHeads * t.headDim * c10::elementSize(format_.compute);
     o << "kv cache     " << kvBytesPerToken << " bytes per token\n";

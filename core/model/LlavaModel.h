@@ -2,6 +2,7 @@
 // LlavaModel: everything loaded from one model directory — config, tokenizer, image
 // preprocessing, the CLIP tower, the projector and the Llama decoder — plus the LLaVA merge of
 // image features into the prompt's embeddings. Immutable after load; share it between sessions.
+#include "MemoryBudget.h"
 #include "model/ClipVision.h"
 #include "model/Config.h"
 #include "model/Image.h"
@@ -11,6 +12,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,9 +23,19 @@ namespace kvsteer {
 
 struct LoadOptions {
     std::string device = "cpu";   // "cpu" or "cuda[:N]"
-    std::string dtype = "f32";    // f32 | f16 | bf16: compute dtype on CUDA, weight storage on CPU
-    int threads = 0;              // intra-op threads; 0 = all cores
+    // auto | f32 | f16 | bf16. On CPU the weights' storage (auto: each tensor as in the checkpoint;
+    // compute is float32 either way); on CUDA the compute dtype (auto: float32).
+    std::string dtype = "auto";
+    int threads = 0;              // threads of the one pool; 0 = all cores
+    // Tokens to be generated after a prompt (--max-new-tokens): the memory check's KV estimate.
+    int64_t reserveTokens = 256;
+    // Called as weights are mapped or converted, with stored bytes done and in all; returning
+    // false cancels the load (LlavaModel::load then throws LoadCancelled).
+    std::function<bool(int64_t done, int64_t total)> progress;
 };
+
+// Thrown by LlavaModel::load when LoadOptions::progress asked to stop. Not an error.
+struct LoadCancelled {};
 
 class LlavaModel {
 public:
@@ -50,6 +62,9 @@ public:
     at::Tensor embedPrompt(const std::vector<int64_t>& ids, const at::Tensor& imageFeatures) const;
 
     int64_t parameterCount() const { return parameterCount_; }
+    // What the memory check estimated before loading, and the dtype most weight bytes are kept in.
+    const MemoryNeed& memoryNeed() const { return memoryNeed_; }
+    std::string weightsDtype() const { return weightsDtype_; }
     std::string describe() const;   // architecture, sizes, dtypes, parameter count (for `inspect`)
 
 private:
@@ -65,6 +80,8 @@ private:
     int64_t parameterCount_ = 0;
     std::map<std::string, int64_t> diskDtypes_;
     size_t shardCount_ = 0;
+    MemoryNeed memoryNeed_;
+    std::string weightsDtype_;
     double loadMs_ = 0;
 };
 
