@@ -1,35 +1,42 @@
-// bench — speed and memory of the prefill -> decode loop, printed as a table.
-//   bench [--model DIR]... [--dtype f32|bf16|f16] [--device cpu|cuda] [--threads N] [--new-tokens N] [--repeat R]
+// bench — speed and memory of the prefill -> decode loop, one row per model, as a table or JSON.
+//   bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]
+//         [--new-tokens N] [--repeat R] [--json]
 // Without --model it measures the reference checkpoint (../shared/reference/tiny-llava) and the
-// bundled demo model, whichever exist. Timings are the best of --repeat runs.
+// bundled demo model, whichever exist. Timings are the best of --repeat runs. Each model is
+// measured in a process of its own when several are given, so peak RSS is that model's alone.
+// Speed and memory targets live here, printed beside the numbers, never in timed tests.
 #include "CommandLine.h"
 #include "Error.h"
+#include "MemoryBudget.h"
 #include "Runtime.h"
+#include "kernels/Kernels.h"
 #include "model/LlavaModel.h"
 #include "pipeline/Prompt.h"
 #include "pipeline/Session.h"
 #include "pipeline/SideBySide.h"
 #include "steer/SteeringPlan.h"
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/randn.h>
 #include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace kvsteer;
 
 namespace {
 
-double peakRssMiB() {
-    struct rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss / 1024.0;   // ru_maxrss is in KiB on Linux
-}
+constexpr const char* kUsage =
+    "usage: bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]\n"
+    "             [--new-tokens N] [--repeat R] [--json]\n";
 
 // A deterministic synthetic photo-like image (smooth gradients), so the bench needs no files.
 ImageU8 syntheticImage(int width, int height) {
@@ -47,17 +54,37 @@ ImageU8 syntheticImage(int width, int height) {
     return img;
 }
 
+// Read bandwidth of the machine on the kernels' threads: a sum over 1 GiB, best of five.
+double readBandwidthGBs() {
+    const at::Tensor buffer = at::ones({int64_t(1) << 28});   // 2^28 floats = 1 GiB
+    double best = 0;
+    for (int r = 0; r < 5; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const double sum = buffer.sum().item<double>();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (sum > 0) best = std::max(best, buffer.numel() * 4.0 / s / 1e9);
+    }
+    return best;
+}
+
 struct Row {
-    std::string model;
-    double loadMs = 0, encodeMs = 0, prefillTokS = 0, decodeTokS = 0, pairStepsS = 0, rssMiB = 0;
-    int64_t promptTokens = 0;
+    std::string model, weights;
+    double loadS = 0, encodeMs = 0, prefillTokS = 0, decodeTokS = 0, rooflineTokS = 0, pairStepsS = 0, peakRssGB = 0;
+    int64_t parameters = 0, promptTokens = 0, weightBytesPerToken = 0;
+    double pairCost() const { return pairStepsS > 0 ? decodeTokS / pairStepsS : 0; }
 };
 
-Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat) {
+Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat, double bandwidthGBs) {
     Row row;
-    auto model = LlavaModel::load(dir, options);
+    LoadOptions o = options;
+    o.reserveTokens = newTokens;
+    auto model = LlavaModel::load(dir, o);
     row.model = model->config().name;
-    row.loadMs = model->loadMs();
+    row.weights = model->weightsDtype();
+    row.parameters = model->parameterCount();
+    row.loadS = model->loadMs() / 1000.0;
+    row.weightBytesPerToken = model->llama().weightBytesPerToken();
+    row.rooflineTokS = bandwidthGBs * 1e9 / double(row.weightBytesPerToken);
     const ImageU8 image = syntheticImage(640, 480);
     const bool vision = model->hasVision();
     const Prompt prompt = buildPrompt(*model, "Describe the image in detail.", false, vision ? &image : nullptr);
@@ -93,15 +120,118 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
     // Prefill throughput counts the image encode: it is part of getting the first token out.
     row.prefillTokS = 1000.0 * (row.promptTokens - 1) / bestPrefill;
     row.decodeTokS = bestDecode;
-    row.rssMiB = peakRssMiB();
+    row.peakRssGB = peakResidentBytes() / 1e9;
     return row;
+}
+
+nlohmann::json toJson(const Row& r) {
+    return {{"model", r.model},
+            {"weights", r.weights},
+            {"parameters", r.parameters},
+            {"load_s", r.loadS},
+            {"prompt_tokens", r.promptTokens},
+            {"image_encode_ms", r.encodeMs},
+            {"prefill_tok_s", r.prefillTokS},
+            {"decode_tok_s", r.decodeTokS},
+            {"roofline_tok_s", r.rooflineTokS},
+            {"weight_bytes_per_token", r.weightBytesPerToken},
+            {"pair_step_s", r.pairStepsS},
+            {"pair_cost", r.pairCost()},
+            {"peak_rss_gb", r.peakRssGB}};
+}
+
+Row fromJson(const nlohmann::json& j) {
+    Row r;
+    r.model = j.at("model");
+    r.weights = j.at("weights");
+    r.parameters = j.at("parameters");
+    r.loadS = j.at("load_s");
+    r.promptTokens = j.at("prompt_tokens");
+    r.encodeMs = j.at("image_encode_ms");
+    r.prefillTokS = j.at("prefill_tok_s");
+    r.decodeTokS = j.at("decode_tok_s");
+    r.rooflineTokS = j.at("roofline_tok_s");
+    r.weightBytesPerToken = j.at("weight_bytes_per_token");
+    r.pairStepsS = j.at("pair_step_s");
+    r.peakRssGB = j.at("peak_rss_gb");
+    return r;
+}
+
+// Measures one model in a child process, so its peak RSS is its own: the bench runs itself again
+// on that one model with --json and reads the row back through a pipe. (A plain fork would copy
+// the parent's OpenMP pool state, which libgomp does not survive.)
+bool measureInChild(const std::vector<std::string>& args, Row& row) {
+    int fds[2];
+    if (pipe(fds) != 0) throw Error("bench: pipe failed");
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        std::vector<char*> argv;
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execv("/proc/self/exe", argv.data());
+        _exit(127);
+    }
+    close(fds[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return false;
+    const nlohmann::json rows = nlohmann::json::parse(text, nullptr, false);
+    if (!rows.is_array() || rows.empty()) return false;
+    row = fromJson(rows.front());
+    return true;
+}
+
+void printTable(const std::vector<Row>& rows) {
+    std::printf("| %-24s | %-8s | %6s | %8s | %9s | %7s | %8s | %8s | %8s | %8s | %6s |\n", "model", "weights", "load s", "peak RSS",
+                "encode ms", "prefill", "decode", "roofline", "pair", "pair/one", "prompt");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(10, '-').c_str(),
+                std::string(8, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(), std::string(9, '-').c_str(),
+                std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(),
+                std::string(8, '-').c_str());
+    for (const Row& r : rows)
+        std::printf("| %-24s | %-8s | %6.2f | %5.2f GB | %9.0f | %7.1f | %8.2f | %8.2f | %8.2f | %7.2fx | %6lld |\n", r.model.c_str(),
+                    r.weights.c_str(), r.loadS, r.peakRssGB, r.encodeMs, r.prefillTokS, r.decodeTokS, r.rooflineTokS, r.pairStepsS,
+                    r.pairCost(), static_cast<long long>(r.promptTokens));
+    std::printf("\nprefill = tok/s over (prompt tokens - 1), image encode included; decode = tok/s of one stream;\n"
+                "roofline = measured read bandwidth / weight bytes one decode step reads; pair = steps/s of the side-by-side\n"
+                "batch (one unsteered + one steered token per step); pair/one = a pair step's cost in single-stream steps.\n");
+}
+
+// The targets for this 2-core machine, checked against whatever rows match them.
+void printTargets(const std::vector<Row>& rows) {
+    std::printf("\ntargets:\n");
+    auto line = [](const Row& r, const char* what, double value, const char* op, double target) {
+        const bool met = std::string(op) == ">=" ? value >= target : value <= target;
+        std::printf("  %-4s %-24s %-28s %8.2f %s %.2f\n", met ? "ok" : "MISS", r.model.c_str(), what, value, op, target);
+    };
+    for (const Row& r : rows) {
+        line(r, "decode / roofline", r.decodeTokS / r.rooflineTokS, ">=", 0.80);
+        if (r.pairStepsS > 0) line(r, "pair step / one step", r.pairCost(), "<=", 1.15);
+        const bool sevenB = r.parameters > 6'500'000'000 && r.parameters < 7'500'000'000;
+        const bool tiny = r.parameters > 1'000'000'000 && r.parameters < 1'300'000'000;
+        if (sevenB && r.weights != "float32") {
+            line(r, "decode tok/s (llama.cpp 1.71)", r.decodeTokS, ">=", 1.75);
+            line(r, "prefill tok/s, encode incl.", r.prefillTokS, ">=", 10);
+            line(r, "peak RSS GB", r.peakRssGB, "<=", 15.5);
+            line(r, "load s (warm page cache)", r.loadS, "<=", 3);
+        }
+        if (tiny && r.weights != "float32") line(r, "decode tok/s", r.decodeTokS, ">=", 12);
+    }
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
     try {
-        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat"}, {});
+        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "bandwidth"}, {"json", "help"});
         // --model may be repeated: collect them before handing the rest to the parser.
         std::vector<std::string> models;
         std::vector<char*> rest = {argv[0]};
@@ -110,33 +240,62 @@ int main(int argc, char** argv) {
             else rest.push_back(argv[i]);
         }
         cl.parse(static_cast<int>(rest.size()), rest.data(), 1);
+        if (cl.has("help")) {
+            std::cout << kUsage;
+            return 0;
+        }
         if (models.empty())
             for (const char* d : {KVSTEER_REFERENCE_MODEL_DIR, KVSTEER_DEMO_MODEL_DIR})
                 if (std::filesystem::exists(std::string(d) + "/config.json")) models.push_back(d);
         if (models.empty()) throw Error("no model to measure: pass --model DIR");
         LoadOptions options;
-        options.dtype = cl.get("dtype", "f32");
+        options.dtype = cl.get("dtype", "auto");
         options.device = cl.get("device", "cpu");
         options.threads = cl.getInt("threads", 0);
         const int newTokens = cl.getInt("new-tokens", 32), repeat = cl.getInt("repeat", 2);
+        const bool json = cl.has("json");
 
-        std::printf("kvsteer bench  (device %s, dtype %s, threads %d, %d new tokens, best of %d)\n\n", options.device.c_str(),
-                    options.dtype.c_str(), options.threads > 0 ? options.threads : (setThreads(0), currentThreads()), newTokens,
-                    repeat);
-        std::printf("| %-28s | %8s | %7s | %10s | %14s | %12s | %15s | %9s |\n", "model", "load ms", "prompt", "encode ms",
-                    "prefill tok/s", "decode tok/s", "2-stream step/s", "peak RSS");
-        std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(10, '-').c_str(),
-                    std::string(9, '-').c_str(), std::string(12, '-').c_str(), std::string(16, '-').c_str(),
-                    std::string(14, '-').c_str(), std::string(17, '-').c_str(), std::string(11, '-').c_str());
+        setThreads(options.threads);
+        // --bandwidth: measured once by the parent and handed to the per-model children.
+        const double bandwidth = cl.has("bandwidth") ? cl.getDouble("bandwidth", 0) : readBandwidthGBs();
+        if (!json)
+            std::printf("kvsteer bench  (device %s, dtype %s, %d threads, kernels %s, read bandwidth %.1f GB/s, %d new tokens, best of %d)\n\n",
+                        options.device.c_str(), options.dtype.c_str(), currentThreads(), kernels::isaName(kernels::activeIsa()), bandwidth,
+                        newTokens, repeat);
+        std::vector<Row> rows;
+        int failures = 0;
         for (const auto& dir : models) {
-            const Row r = measure(dir, options, newTokens, repeat);
-            std::printf("| %-28s | %8.0f | %7lld | %10.1f | %14.1f | %12.2f | %15.2f | %5.0f MiB |\n", r.model.c_str(), r.loadMs,
-                        static_cast<long long>(r.promptTokens), r.encodeMs, r.prefillTokS, r.decodeTokS, r.pairStepsS, r.rssMiB);
-            std::fflush(stdout);
+            Row r;
+            const std::vector<std::string> childArgs = {argv[0], "--model", dir, "--json", "--dtype", options.dtype, "--device", options.device,
+                                                        "--threads", std::to_string(options.threads), "--new-tokens", std::to_string(newTokens),
+                                                        "--repeat", std::to_string(repeat), "--bandwidth", std::to_string(bandwidth)};
+            if (models.size() == 1) r = measure(dir, options, newTokens, repeat, bandwidth);
+            else if (!measureInChild(childArgs, r)) {
+                ++failures;
+                continue;
+            }
+            rows.push_back(r);
         }
-        std::printf("\nprefill tok/s = (prompt tokens - 1) / (image encode + prefill); 2-stream step/s = steps of the\n"
-                    "side-by-side batch (each step yields one unsteered and one steered token); peak RSS is the process's so far.\n");
-        return 0;
+        if (json) {
+            nlohmann::json out = nlohmann::json::array();
+            for (const Row& r : rows) {
+                nlohmann::json j = toJson(r);
+                j["device"] = options.device;
+                j["threads"] = currentThreads();
+                j["kernels"] = kernels::isaName(kernels::activeIsa());
+                j["read_bandwidth_gb_s"] = bandwidth;
+                j["new_tokens"] = newTokens;
+                out.push_back(j);
+            }
+            std::cout << out.dump(2) << "\n";
+        } else {
+            printTable(rows);
+            printTargets(rows);
+        }
+        return failures == 0 ? 0 : 1;
+    } catch (const UsageError& e) {
+        std::cerr << "bench: " << e.what() << "\n" << kUsage;
+        return 2;
     } catch (const c10::Error& e) {
         std::cerr << "bench: error: " << e.what_without_backtrace() << "\n";
     } catch (const std::exception& e) {
