@@ -382,7 +382,7 @@ void MainWindow::buildActions() {
     connect(runAction_, &QAction::triggered, this, &MainWindow::run);
     stopAction_ = new QAction(icons::get(icons::Id::Stop), tr("Stop"), this);
     stopAction_->setShortcut(QKeySequence(Qt::Key_Escape));
-    stopAction_->setToolTip(tr("Stop the run: the prefill or the decoding (Esc)"));
+    stopAction_->setToolTip(tr("Stop the run (the prefill or the decoding) or the model load (Esc)"));
     connect(stopAction_, &QAction::triggered, this, &MainWindow::stop);
     liveAction_ = new QAction(tr("Live Re-run While Painting"), this);
     liveAction_->setCheckable(true);
@@ -548,6 +548,7 @@ void MainWindow::connectWorker() {
     connect(worker_, &Worker::idle, this, &MainWindow::onIdle);
     connect(worker_, &Worker::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(worker_, &Worker::modelFailed, this, &MainWindow::onModelFailed);
+    connect(worker_, &Worker::modelLoadCancelled, this, &MainWindow::onModelLoadCancelled);
     connect(worker_, &Worker::imageReady, this, &MainWindow::onImageReady);
     connect(worker_, &Worker::imageFailed, this, &MainWindow::onImageFailed);
     connect(worker_, &Worker::runStarted, this, &MainWindow::onRunStarted);
@@ -981,6 +982,18 @@ void MainWindow::onModelFailed(const QString& dir, const QString& message) {
     }
 }
 
+void MainWindow::onModelLoadCancelled(const QString& dir) {
+    if (dir != loadingModelDir_) return;   // a load superseded by a newer one: that one goes on
+    modelLoading_ = false;
+    updateStatus();
+    updateRunAvailability();
+    statusBar()->showMessage(tr("Loading %1 was cancelled").arg(QDir(dir).dirName()), 5000);
+    if (waitModel_) {
+        waitModel_ = false;
+        startupRunPending_ = false;
+    }
+}
+
 // ---- runs -----------------------------------------------------------------------------------
 
 void MainWindow::updateRunAvailability() {
@@ -994,7 +1007,7 @@ void MainWindow::updateRunAvailability() {
     prompt_->setRunning(running_);
     if (runAction_) {
         runAction_->setEnabled(can);
-        stopAction_->setEnabled(running_);
+        stopAction_->setEnabled(running_ || modelLoading_);   // Stop also cancels a model load
     }
     for (QAction* a : needsModel_) a->setEnabled(model_.valid() && !modelLoading_);
     for (QAction* a : needsImage_) a->setEnabled(imageReady_);
@@ -1031,6 +1044,7 @@ void MainWindow::run() {
 void MainWindow::stop() {
     liveTimer_->stop();
     worker_->cancelRunsBefore(nextRunId_);
+    if (modelLoading_) worker_->cancelLoad();
 }
 
 void MainWindow::onRunStarted(const RunStarted& info) {

@@ -148,6 +148,7 @@ private:
     // worker results
     void onModelLoaded(const ModelInfo& info);
     void onModelFailed(const QString& dir, const QString& message);
+    void onModelLoadCancelled(const QString& dir);
     void onImageReady(const ImageInfo& info);
     void onImageFailed(const QString& name, const QString& message);
     void onRunStarted(const RunStarted& info);

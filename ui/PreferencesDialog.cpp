@@ -20,11 +20,12 @@ PreferencesDialog::PreferencesDialog(const LoadSettings& current, QWidget* paren
     device_->setCurrentText(current.device);
     device_->setToolTip(tr("Where the model runs: cpu, or cuda[:N] with a CUDA build of libtorch"));
     dtype_ = new QComboBox(this);
-    dtype_->addItem(tr("float32 (exact)"), QStringLiteral("f32"));
+    dtype_->addItem(tr("as stored in the checkpoint"), QStringLiteral("auto"));
+    dtype_->addItem(tr("float32 (widened copy)"), QStringLiteral("f32"));
     dtype_->addItem(tr("float16"), QStringLiteral("f16"));
     dtype_->addItem(tr("bfloat16"), QStringLiteral("bf16"));
     dtype_->setCurrentIndex(std::max(0, dtype_->findData(current.dtype)));
-    dtype_->setToolTip(tr("On CPU a 16-bit dtype only halves the weights' memory (compute stays float32); on CUDA it is the compute dtype"));
+    dtype_->setToolTip(tr("On CPU the dtype the weights are kept in (compute is float32 either way: 16-bit weights are widened inside the matmul, exactly); on CUDA the compute dtype"));
     threads_ = new QSpinBox(this);
     threads_->setRange(0, 256);
     threads_->setSpecialValueText(tr("all cores (%1)").arg(QThread::idealThreadCount()));

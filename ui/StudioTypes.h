@@ -17,7 +17,7 @@ namespace kvsteer::ui {
 
 struct LoadSettings {
     QString device = QStringLiteral("cpu");   // cpu | cuda | cuda:N
-    QString dtype = QStringLiteral("f32");    // f32 | f16 | bf16
+    QString dtype = QStringLiteral("auto");   // auto (as stored) | f32 | f16 | bf16
     int threads = 0;                           // 0 = all cores
 };
 

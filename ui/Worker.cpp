@@ -20,6 +20,7 @@
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -34,6 +35,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QLocale>
 #include <QJsonObject>
 #include <QTemporaryDir>
 
@@ -149,6 +151,7 @@ struct Worker::State {
 
     QTemporaryDir temp;
     std::atomic<quint64> cancelBelow{0};
+    std::atomic<bool> cancelLoad{false};
     std::atomic<int> steps{0};
     mutable std::mutex heatmapMutex;
     HeatmapSettings heatmap;
@@ -161,6 +164,8 @@ struct Worker::State {
 
 Worker::Worker(QObject* parent) : QObject(parent), d(std::make_unique<State>()) {}
 Worker::~Worker() = default;
+
+void Worker::cancelLoad() { d->cancelLoad = true; }
 
 void Worker::cancelRunsBefore(quint64 id) {
     quint64 cur = d->cancelBelow.load();
@@ -178,7 +183,9 @@ void Worker::setHeatmapSettings(const HeatmapSettings& settings) {
 // ---- model ----------------------------------------------------------------------------------
 
 void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
-    Q_EMIT progress(tr("Loading model %1…").arg(QDir(directory).dirName()), 0, 0);
+    const QString name = QDir(directory).dirName();
+    Q_EMIT progress(tr("Loading model %1…").arg(name), 0, 0);
+    d->cancelLoad = false;
     try {
         if (!QFileInfo(directory).isDir())
             throw kvsteer::Error("model directory " + ss(directory) + " does not exist");
@@ -186,7 +193,26 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         o.device = ss(settings.device);
         o.dtype = ss(settings.dtype);
         o.threads = settings.threads;
-        auto model = LlavaModel::load(ss(directory), o);
+        // Progress in MiB of weights mapped or converted (a 7B float32 widening takes a while);
+        // reported at most every 1 % so the event queue is not flooded. Stop cancels here.
+        int lastPercent = -1;
+        o.progress = [this, name, &lastPercent](int64_t done, int64_t total) {
+            const int percent = total > 0 ? int(100 * done / total) : 0;
+            if (percent != lastPercent) {
+                lastPercent = percent;
+                Q_EMIT progress(tr("Loading model %1… %2 of %3").arg(name, QLocale().formattedDataSize(done), QLocale().formattedDataSize(total)),
+                                int(done >> 20), int(std::max<int64_t>(total >> 20, 1)));
+            }
+            return !d->cancelLoad.load();
+        };
+        std::shared_ptr<LlavaModel> model;
+        try {
+            model = LlavaModel::load(ss(directory), o);
+        } catch (const LoadCancelled&) {
+            Q_EMIT modelLoadCancelled(directory);
+            Q_EMIT idle();
+            return;
+        }
         if (!model->hasVision())
             throw kvsteer::Error(ss(directory) + " holds a text-only model; the studio needs a LLaVA model with a vision tower");
         const bool hadVectors = d->vectors.has_value();
@@ -203,7 +229,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         m = ModelInfo();
         m.directory = directory;
         m.name = qs(c.name);
-        m.dtype = settings.dtype;
+        m.dtype = qs(model->weightsDtype());
         m.device = settings.device;
         m.configHash = qs(c.configHash);
         m.threads = currentThreads();

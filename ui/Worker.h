@@ -28,6 +28,8 @@ public:
     // Thread-safe. Every run whose id is below `id` stops at its next decode step (or does not
     // start at all if it is still queued).
     void cancelRunsBefore(quint64 id);
+    // Thread-safe. A model load in progress stops at its next tensor (modelLoadCancelled).
+    void cancelLoad();
     // Thread-safe. Decode steps completed by the run in progress (or the last run).
     int stepsCompleted() const;
     // Thread-safe. What heatmaps the running decode should stream (picked up at the next step).
@@ -51,6 +53,7 @@ Q_SIGNALS:
     void idle();
     void modelLoaded(const kvsteer::ui::ModelInfo& info);
     void modelFailed(const QString& directory, const QString& message);
+    void modelLoadCancelled(const QString& directory);   // the model loaded before stays
     void imageReady(const kvsteer::ui::ImageInfo& image);
     void imageFailed(const QString& name, const QString& message);
     void runStarted(const kvsteer::ui::RunStarted& info);
