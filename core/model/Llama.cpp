@@ -4,13 +4,16 @@
 #include "cache/KVCache.h"
 #include "model/Checkpoint.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/embedding.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/outer.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/rsqrt.h>
@@ -88,22 +91,37 @@ at::Tensor Llama::attention(const at::Tensor& q, const at::Tensor& k, const at::
                             const at::Tensor& bias, at::Tensor* captured) const {
     // q [B, H, T, hd]; k, v [B, H_kv, S, hd]. Grouped-query attention without repeating K/V:
     // the G = H / H_kv query heads that share a KV head are stacked along the query axis.
+    // Each (batch row, KV head) is independent, so the pairs are spread over the thread pool:
+    // ATen would run these small batched matmuls one after another on one thread, and in a
+    // decode step they read the whole cache (a 7B cache of 600 tokens is 630 MB of float32).
     const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3);
     const int64_t hkv = k.size(1), g = h / hkv, s = k.size(2);
-    at::Tensor qg = q.reshape({b, hkv, g * t, hd});
-    at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(hd));
-    scores = scores.view({b, hkv, g, t, s});
-    if (mask.defined()) scores = scores + mask;   // [t, s] causal mask broadcasts
-    if (bias.defined()) {
-        // [Bb, Hb, S'] -> [Bb, H_kv or 1, G or 1, 1, S'] and added to the first S' key positions.
-        const int64_t hb = bias.size(1), sb = bias.size(2);
-        at::Tensor bb = hb == 1 ? bias.view({bias.size(0), 1, 1, 1, sb}) : bias.view({bias.size(0), hkv, g, 1, sb});
-        scores = scores.clone();
-        scores.narrow(-1, 0, sb).add_(bb.to(scores.scalar_type()));
-    }
-    at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
-    if (captured) *captured = probs.select(3, t - 1).reshape({b, h, s});
-    at::Tensor out = at::matmul(probs.view({b, hkv, g * t, s}), v);   // [B, H_kv, G*T, hd]
+    const at::Tensor qg = q.reshape({b, hkv, g * t, hd});
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    // bias [Bb, Hb, S'] -> [Bb, H_kv or 1, G or 1, 1, S'], added to the first S' key positions.
+    at::Tensor bb;
+    if (bias.defined())
+        bb = (bias.size(1) == 1 ? bias.view({bias.size(0), 1, 1, 1, bias.size(2)}) : bias.view({bias.size(0), hkv, g, 1, bias.size(2)}))
+                 .to(at::kFloat);
+    at::Tensor out = at::empty({b, hkv, g * t, hd}, q.options());
+    at::Tensor lastProbs = captured ? at::empty({b, hkv, g, s}, q.options()) : at::Tensor();
+
+    at::parallel_for(0, b * hkv, 1, [&](int64_t first, int64_t end) {
+        for (int64_t i = first; i < end; ++i) {
+            const int64_t bi = i / hkv, hi = i % hkv;
+            at::Tensor scores = (at::matmul(qg[bi][hi], k[bi][hi].transpose(0, 1)) * scale).view({g, t, s});
+            if (mask.defined()) scores = scores + mask;   // [t, s] causal mask broadcasts
+            if (bb.defined()) {
+                const at::Tensor row = bb[bb.size(0) == 1 ? 0 : bi][bb.size(1) == 1 ? 0 : hi];   // [G or 1, 1, S']
+                scores.narrow(-1, 0, row.size(-1)).add_(row.to(scores.scalar_type()));
+            }
+            const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());   // [G, T, S]
+            if (captured) lastProbs[bi][hi].copy_(probs.select(1, t - 1));
+            at::Tensor dst = out[bi][hi];   // [G*T, hd], written in place
+            at::mm_out(dst, probs.view({g * t, s}), v[bi][hi]);
+        }
+    });
+    if (captured) *captured = lastProbs.view({b, h, s});
     return out.view({b, h, t, hd}).transpose(1, 2).reshape({b, t, h * hd});
 }
 
