@@ -69,7 +69,7 @@ double readBandwidthGBs() {
 
 struct Row {
     std::string model, weights;
-    double loadS = 0, encodeMs = 0, prefillTokS = 0, decodeTokS = 0, rooflineTokS = 0, pairStepsS = 0, peakRssGB = 0;
+    double loadS = 0, encodeMs = 0, prefillTokS = 0, decodeTokS = 0, rooflineTokS = 0, pairStepsS = 0, peakRssGB = 0, pairRssGB = 0;
     int64_t parameters = 0, promptTokens = 0, weightBytesPerToken = 0;
     double pairCost() const { return pairStepsS > 0 ? decodeTokS / pairStepsS : 0; }
 };
@@ -100,6 +100,9 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
         bestPrefill = std::min(bestPrefill, session.imageEncodeMs() + session.prefillMs());
         bestDecode = std::max(bestDecode, session.generate(gen).tokensPerSecond());
     }
+    // Peak RSS after the prompt and the new tokens of one stream (what `generate` holds), then
+    // after the side-by-side pair (a steered copy and a batch of two caches more).
+    row.peakRssGB = peakResidentBytes() / 1e9;
     if (vision) {
         // Side by side: the unsteered and a steered stream (add on every layer) as one batch of 2.
         const TextConfig& t = model->config().text;
@@ -120,7 +123,7 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
     // Prefill throughput counts the image encode: it is part of getting the first token out.
     row.prefillTokS = 1000.0 * (row.promptTokens - 1) / bestPrefill;
     row.decodeTokS = bestDecode;
-    row.peakRssGB = peakResidentBytes() / 1e9;
+    row.pairRssGB = peakResidentBytes() / 1e9;
     return row;
 }
 
@@ -137,7 +140,8 @@ nlohmann::json toJson(const Row& r) {
             {"weight_bytes_per_token", r.weightBytesPerToken},
             {"pair_step_s", r.pairStepsS},
             {"pair_cost", r.pairCost()},
-            {"peak_rss_gb", r.peakRssGB}};
+            {"peak_rss_gb", r.peakRssGB},
+            {"pair_peak_rss_gb", r.pairRssGB}};
 }
 
 Row fromJson(const nlohmann::json& j) {
@@ -154,6 +158,7 @@ Row fromJson(const nlohmann::json& j) {
     r.weightBytesPerToken = j.at("weight_bytes_per_token");
     r.pairStepsS = j.at("pair_step_s");
     r.peakRssGB = j.at("peak_rss_gb");
+    r.pairRssGB = j.at("pair_peak_rss_gb");
     return r;
 }
 
@@ -190,19 +195,20 @@ bool measureInChild(const std::vector<std::string>& args, Row& row) {
 }
 
 void printTable(const std::vector<Row>& rows) {
-    std::printf("| %-24s | %-8s | %6s | %8s | %9s | %7s | %8s | %8s | %8s | %8s | %6s |\n", "model", "weights", "load s", "peak RSS",
-                "encode ms", "prefill", "decode", "roofline", "pair", "pair/one", "prompt");
-    std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(10, '-').c_str(),
+    std::printf("| %-24s | %-8s | %6s | %8s | %9s | %7s | %8s | %8s | %8s | %8s | %8s | %6s |\n", "model", "weights", "load s",
+                "peak RSS", "encode ms", "prefill", "decode", "roofline", "pair", "pair/one", "pair RSS", "prompt");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(10, '-').c_str(),
                 std::string(8, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(), std::string(9, '-').c_str(),
                 std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(),
-                std::string(8, '-').c_str());
+                std::string(10, '-').c_str(), std::string(8, '-').c_str());
     for (const Row& r : rows)
-        std::printf("| %-24s | %-8s | %6.2f | %5.2f GB | %9.0f | %7.1f | %8.2f | %8.2f | %8.2f | %7.2fx | %6lld |\n", r.model.c_str(),
-                    r.weights.c_str(), r.loadS, r.peakRssGB, r.encodeMs, r.prefillTokS, r.decodeTokS, r.rooflineTokS, r.pairStepsS,
-                    r.pairCost(), static_cast<long long>(r.promptTokens));
+        std::printf("| %-24s | %-8s | %6.2f | %5.2f GB | %9.0f | %7.1f | %8.2f | %8.2f | %8.2f | %7.2fx | %5.2f GB | %6lld |\n",
+                    r.model.c_str(), r.weights.c_str(), r.loadS, r.peakRssGB, r.encodeMs, r.prefillTokS, r.decodeTokS, r.rooflineTokS,
+                    r.pairStepsS, r.pairCost(), r.pairRssGB, static_cast<long long>(r.promptTokens));
     std::printf("\nprefill = tok/s over (prompt tokens - 1), image encode included; decode = tok/s of one stream;\n"
                 "roofline = measured read bandwidth / weight bytes one decode step reads; pair = steps/s of the side-by-side\n"
-                "batch (one unsteered + one steered token per step); pair/one = a pair step's cost in single-stream steps.\n");
+                "batch (one unsteered + one steered token per step); pair/one = a pair step's cost in single-stream steps;\n"
+                "peak RSS = after the prompt and the new tokens of one stream; pair RSS = after the side-by-side runs too.\n");
 }
 
 // The targets for this 2-core machine, checked against whatever rows match them.
