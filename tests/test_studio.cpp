@@ -543,6 +543,46 @@ private Q_SLOTS:
     }
 
     // Bad input becomes a readable dialog; the studio keeps its state and keeps working.
+    // A model load shows its progress in bytes and Stop cancels it: the model loaded before stays
+    // and runs. A model that cannot fit the memory budget is refused with a dialog, and the studio
+    // keeps running with the model it had.
+    void modelLoadCancelsAndRefuses() {
+        closeMessageBoxes();
+        const ModelInfo before = w_->modelInfo();
+        MainWindow* window = w_.get();
+        QList<int> maxima;
+        const QMetaObject::Connection stopper = connect(
+            w_->worker(), &Worker::progress, w_->worker(),
+            [window, &maxima](const QString& stage, int, int maximum) {
+                if (!stage.startsWith(QLatin1String("Loading model")) || maximum <= 0) return;
+                maxima.append(maximum);
+                QMetaObject::invokeMethod(window, [window] { window->stop(); }, Qt::BlockingQueuedConnection);
+            },
+            Qt::DirectConnection);
+        QSignalSpy cancelled(w_->worker(), &Worker::modelLoadCancelled);
+        QSignalSpy loaded(w_->worker(), &Worker::modelLoaded);
+        w_->openModel(studioModelDir());
+        QVERIFY(cancelled.wait(kLoadTimeoutMs));
+        disconnect(stopper);
+        QVERIFY(!maxima.isEmpty());   // progress had a size: the weights' MiB
+        QCOMPARE(loaded.count(), 0);
+        QCOMPARE(w_->modelInfo().directory, before.directory);
+        QVERIFY(runAndWait(2));   // the model loaded before still runs
+
+        const int errorsBefore = w_->errorCount();
+        QSignalSpy errors(w_.get(), &MainWindow::errorShown);
+        qputenv("KVSTEER_MEMORY_BUDGET", "1M");
+        w_->openModel(studioModelDir());
+        const bool shown = errors.wait(kLoadTimeoutMs);
+        qunsetenv("KVSTEER_MEMORY_BUDGET");
+        QVERIFY(shown);
+        QCOMPARE(w_->errorCount(), errorsBefore + 1);
+        QVERIFY(w_->lastErrorText().contains(QLatin1String("is available (KVSTEER_MEMORY_BUDGET)")));
+        closeMessageBoxes();
+        QCOMPARE(w_->modelInfo().directory, before.directory);
+        QVERIFY(runAndWait(2));
+    }
+
     void errorsAreDialogs() {
         closeMessageBoxes();
         const int errorsBefore = w_->errorCount();
