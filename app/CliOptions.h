@@ -1,8 +1,8 @@
 #pragma once
 // Options shared by the CLI's subcommands: which model, how to load it, how to generate.
 #include "CommandLine.h"
-#include "model/LlavaModel.h"
-#include "pipeline/Session.h"
+#include "models/llava/LlavaModel.h"
+#include "generate/Session.h"
 
 #include <set>
 #include <string>

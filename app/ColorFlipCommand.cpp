@@ -3,8 +3,8 @@
 #include "CliOptions.h"
 #include "CommandLine.h"
 #include "demo/ColorFlip.h"
-#include "model/LlavaModel.h"
-#include "pipeline/Prompt.h"
+#include "models/llava/LlavaModel.h"
+#include "generate/Prompt.h"
 #include "steer/SteeringVectors.h"
 
 #include <nlohmann/json.hpp>

@@ -5,7 +5,7 @@
 #include "demo/DemoEval.h"
 #include "demo/DemoTrainer.h"
 #include "demo/ShapeWorld.h"
-#include "model/LlavaModel.h"
+#include "models/llava/LlavaModel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -189,7 +189,7 @@ int commandDemoImages(int argc, char** argv) {
         return rows;
     };
     auto add = [&](const std::string& name, const Scene& scene, const ImageU8& image, const nlohmann::ordered_json& extra) {
-        writePng((dir / name).string(), image);
+        savePng((dir / name).string(), image);   // core's writer: atomic, one copy of stb
         nlohmann::ordered_json e = {{"file", name}, {"scene_id", scene.id}, {"description", describe(scene)}};
         for (const auto& [k, v] : extra.items()) e[k] = v;
         index.push_back(e);

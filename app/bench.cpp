@@ -10,10 +10,10 @@
 #include "MemoryBudget.h"
 #include "Runtime.h"
 #include "kernels/Kernels.h"
-#include "model/LlavaModel.h"
-#include "pipeline/Prompt.h"
-#include "pipeline/Session.h"
-#include "pipeline/SideBySide.h"
+#include "models/llava/LlavaModel.h"
+#include "generate/Prompt.h"
+#include "generate/Session.h"
+#include "steer/SideBySide.h"
 #include "steer/SteeringPlan.h"
 
 #include <ATen/ops/empty.h>

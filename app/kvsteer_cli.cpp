@@ -6,12 +6,12 @@
 #include "SteerCommands.h"
 #include "DemoCommands.h"
 #include "Error.h"
-#include "model/LlavaModel.h"
-#include "model/RandomModel.h"
-#include "model/SafeTensors.h"
-#include "model/Weights.h"
-#include "pipeline/Prompt.h"
-#include "pipeline/Session.h"
+#include "models/llava/LlavaModel.h"
+#include "io/RandomCheckpoint.h"
+#include "io/SafeTensors.h"
+#include "nn/Linear.h"
+#include "generate/Prompt.h"
+#include "generate/Session.h"
 
 #include <ATen/ops/tensor.h>
 #include <c10/util/Exception.h>
@@ -124,7 +124,7 @@ int commandMakeRandom(int argc, char** argv) {
     const double shardGb = cl.getDouble("shard-gb", 2.0);
     if (shardGb <= 0) throw UsageError("option --shard-gb must be > 0");
     std::cerr << "writing " << cl.get("preset") << " (" << cl.get("dtype", "f16") << ") to " << cl.get("out") << " ...\n";
-    writeRandomModel(config, dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0),
+    writeRandomCheckpoint(config, dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0),
                      static_cast<int64_t>(shardGb * 1024 * 1024 * 1024));
     std::cerr << "done\n";
     return 0;

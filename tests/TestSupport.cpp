@@ -1,9 +1,9 @@
 #include "TestSupport.h"
 
 #include "Error.h"
-#include "model/Checkpoint.h"
-#include "model/RandomModel.h"
-#include "model/SafeTensors.h"
+#include "io/Checkpoint.h"
+#include "io/RandomCheckpoint.h"
+#include "io/SafeTensors.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/abs.h>

@@ -1,7 +1,7 @@
 // Bad input through the real CLI: every case must end with a readable error naming the file or
 // field, a non-zero exit code, and no crash or hang.
 #include "TestSupport.h"
-#include "model/SafeTensors.h"
+#include "io/SafeTensors.h"
 
 #include <ATen/ops/randn.h>
 

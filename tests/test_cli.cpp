@@ -1,7 +1,7 @@
 // The kvsteer CLI end to end, as scripts use it: generate (--json, --dump-prefill) against the
 // reference, inspect, make-random, and extract -> steer -> sweep.
 #include "TestSupport.h"
-#include "model/SafeTensors.h"
+#include "io/SafeTensors.h"
 
 #include <ATen/TensorOperators.h>
 #include <nlohmann/json.hpp>

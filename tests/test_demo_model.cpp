@@ -10,8 +10,8 @@
 #include "demo/DemoTrainer.h"
 #include "demo/ShapeWorld.h"
 #include "demo/TrainingBatch.h"
-#include "model/LlavaModel.h"
-#include "pipeline/Prompt.h"
+#include "models/llava/LlavaModel.h"
+#include "generate/Prompt.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // the same strength painted over empty background does not.
 #include "TestSupport.h"
 #include "demo/ColorFlip.h"
-#include "model/LlavaModel.h"
+#include "models/llava/LlavaModel.h"
 #include "steer/SteeringVectors.h"
 
 #include <QtTest>

@@ -3,8 +3,8 @@
 #include <ATen/ATen.h>  // torch headers before Qt headers
 
 #include "Error.h"
-#include "model/Image.h"
-#include "model/SafeTensors.h"
+#include "io/Image.h"
+#include "io/SafeTensors.h"
 
 #include <cmath>
 #include <cstdio>

@@ -5,10 +5,10 @@
 #include "TestSupport.h"
 #include "Error.h"
 #include "cache/KVCache.h"
-#include "model/LlavaModel.h"
-#include "model/SafeTensors.h"
-#include "pipeline/Prompt.h"
-#include "pipeline/Session.h"
+#include "models/llava/LlavaModel.h"
+#include "io/SafeTensors.h"
+#include "generate/Prompt.h"
+#include "generate/Session.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/topk.h>

@@ -2,10 +2,10 @@
 // corrupt files (each must be a kvsteer::Error naming the file, never a crash).
 #include "TestSupport.h"
 #include "Error.h"
-#include "model/Checkpoint.h"
-#include "model/Config.h"
-#include "model/SafeTensors.h"
-#include "model/Weights.h"
+#include "io/Checkpoint.h"
+#include "io/Config.h"
+#include "io/SafeTensors.h"
+#include "nn/Linear.h"
 #include "Runtime.h"
 
 #include <ATen/TensorOperators.h>

@@ -11,7 +11,7 @@
 //
 // torch (through the core) before any Qt header.
 #include "TestSupport.h"
-#include "model/LlavaModel.h"
+#include "models/llava/LlavaModel.h"
 #include "steer/Mask.h"
 #include "steer/SteeringVectors.h"
 

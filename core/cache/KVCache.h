@@ -5,6 +5,8 @@
 // The number of tokens held, size(), is the only source of positions: the next token fed goes
 // to position size(). Each layer keeps its own fill count while a forward pass is under way;
 // size() reports the last layer's, i.e. the tokens every layer has seen.
+#include "cache/VisualSpan.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -12,18 +14,6 @@
 #include <vector>
 
 namespace kvsteer {
-
-// Where the image's tokens sit in the sequence, and how they map onto the patch grid:
-// visual token i (0-based inside the span) is grid cell (i / gridWidth, i % gridWidth).
-struct VisualSpan {
-    int64_t start = -1;
-    int64_t length = 0;
-    int gridHeight = 0;
-    int gridWidth = 0;
-    bool valid() const { return start >= 0 && length > 0; }
-    int64_t end() const { return start + length; }
-    int64_t positionOfCell(int row, int col) const { return start + int64_t(row) * gridWidth + col; }
-};
 
 class KVCache {
 public:

@@ -1,8 +1,8 @@
 #include "steer/Mask.h"
 
 #include "Error.h"
-#include "model/Image.h"
-#include "model/SafeTensors.h"
+#include "io/Image.h"
+#include "io/SafeTensors.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/from_blob.h>

@@ -1,9 +1,9 @@
 #include "steer/Recipes.h"
 
 #include "Error.h"
-#include "model/LlavaModel.h"
-#include "pipeline/Prompt.h"
-#include "pipeline/Session.h"
+#include "models/llava/LlavaModel.h"
+#include "generate/Prompt.h"
+#include "generate/Session.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>

@@ -9,7 +9,7 @@
 //                differences (per position for images, per pair for text), sign aligned with the
 //                mean and scaled to the mean's length along it
 // Keys are taken as cached (post-RoPE) or rotated back to position-free (pre-RoPE) space.
-#include "model/Image.h"
+#include "io/Image.h"
 #include "steer/SteeringVectors.h"
 
 #include <ATen/core/Tensor.h>

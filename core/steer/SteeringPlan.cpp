@@ -1,8 +1,8 @@
 #include "steer/SteeringPlan.h"
 
 #include "Error.h"
-#include "model/LlavaModel.h"
-#include "pipeline/Session.h"
+#include "models/llava/LlavaModel.h"
+#include "generate/Session.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>

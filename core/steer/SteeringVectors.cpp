@@ -1,8 +1,8 @@
 #include "steer/SteeringVectors.h"
 
 #include "Error.h"
-#include "model/LlavaModel.h"
-#include "model/SafeTensors.h"
+#include "models/llava/LlavaModel.h"
+#include "io/SafeTensors.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,0 +1,92 @@
+#include "analysis/Heatmaps.h"
+
+#include "Error.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
+
+namespace kvsteer {
+
+namespace {
+
+void requireSpan(const VisualSpan& span) {
+    if (!span.valid()) throw Error("heatmaps: the cache holds no image (no visual span)");
+}
+
+// x: [H, N] per-head values -> [grid_h, grid_w], one head or the mean.
+at::Tensor toGrid(const at::Tensor& perHead, int head, const VisualSpan& span) {
+    if (head >= perHead.size(0)) throw Error("heatmaps: head " + std::to_string(head) + " is out of range");
+    at::Tensor v = head < 0 ? perHead.mean(0) : perHead.select(0, head);
+    return v.to(at::kCPU).to(at::kFloat).reshape({span.gridHeight, span.gridWidth});
+}
+
+at::Tensor visual(const KVCache& cache, int layer, bool keys, int64_t row) {
+    const VisualSpan& span = cache.visualSpan;
+    return (keys ? cache.keys(layer) : cache.values(layer)).select(0, row).narrow(1, span.start, span.length).to(at::kFloat);
+}
+
+} // namespace
+
+std::string heatMetricName(HeatMetric m) {
+    switch (m) {
+    case HeatMetric::KeyNorm: return "|K|";
+    case HeatMetric::ValueNorm: return "|V|";
+    case HeatMetric::KeyDelta: return "|dK|";
+    case HeatMetric::ValueDelta: return "|dV|";
+    case HeatMetric::ValueCosine: return "cos(V, dir)";
+    case HeatMetric::Attention: return "attention";
+    }
+    return "?";
+}
+
+at::Tensor normHeatmaps(const KVCache& cache, bool keys, int head, int64_t row) {
+    requireSpan(cache.visualSpan);
+    std::vector<at::Tensor> maps;
+    for (int l = 0; l < cache.numLayers(); ++l) maps.push_back(toGrid(visual(cache, l, keys, row).norm(2, {2}), head, cache.visualSpan));
+    return at::stack(maps);
+}
+
+at::Tensor deltaHeatmaps(const KVCache& base, const KVCache& steered, bool keys, int head, int64_t baseRow, int64_t steeredRow) {
+    requireSpan(base.visualSpan);
+    std::vector<at::Tensor> maps;
+    for (int l = 0; l < base.numLayers(); ++l) {
+        at::Tensor d = visual(steered, l, keys, steeredRow) - visual(base, l, keys, baseRow);
+        maps.push_back(toGrid(d.norm(2, {2}), head, base.visualSpan));
+    }
+    return at::stack(maps);
+}
+
+at::Tensor cosineHeatmaps(const KVCache& cache, const SteeringVectors& vectors, bool keys, int head, int64_t row) {
+    const VisualSpan& span = cache.visualSpan;
+    requireSpan(span);
+    std::vector<at::Tensor> maps;
+    for (int l = 0; l < cache.numLayers(); ++l) {
+        const at::Tensor entry = l < vectors.numLayers() ? (keys ? vectors.keys[l] : vectors.values[l]) : at::Tensor();
+        if (!entry.defined()) {
+            maps.push_back(at::zeros({span.gridHeight, span.gridWidth}));
+            continue;
+        }
+        at::Tensor x = visual(cache, l, keys, row);                     // [H, N, D]
+        at::Tensor d = entry.to(x.device()).to(at::kFloat);
+        if (d.dim() == 2) d = d.unsqueeze(1);                          // [H, 1, D]
+        at::Tensor cos = (x * d).sum(2) / (x.norm(2, {2}) * d.norm(2, {2}) + 1e-12);
+        maps.push_back(toGrid(cos, head, span));
+    }
+    return at::stack(maps);
+}
+
+at::Tensor attentionHeatmaps(const std::vector<at::Tensor>& attention, const VisualSpan& span, int64_t kvHeads, int head, int64_t row) {
+    requireSpan(span);
+    std::vector<at::Tensor> maps;
+    for (const at::Tensor& a : attention) {
+        if (!a.defined()) throw Error("heatmaps: attention was not captured for every layer");
+        at::Tensor w = a.select(0, row).narrow(1, span.start, span.length).to(at::kFloat);   // [H, N]
+        const int64_t groups = w.size(0) / kvHeads;
+        w = w.reshape({kvHeads, groups, span.length}).mean(1);                                // [H_kv, N]
+        maps.push_back(toGrid(w, head, span));
+    }
+    return at::stack(maps);
+}
+
+} // namespace kvsteer

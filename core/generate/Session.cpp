@@ -1,0 +1,121 @@
+#include "generate/Session.h"
+
+#include "Error.h"
+#include "models/llava/LlavaModel.h"
+
+#include <ATen/ops/tensor.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace kvsteer {
+
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+Session::Session(std::shared_ptr<const LlavaModel> model) : model_(std::move(model)) {
+    if (!model_) throw Error("Session: no model");
+}
+
+void Session::requirePrefilled() const {
+    if (!prefilled_) throw Error("Session: prefill() must run before decoding");
+}
+
+bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::function<bool()>& stopRequested) {
+    c10::NoGradGuard noGrad;
+    if (prompt.ids.size() < 2) throw Error("prompt: needs at least two tokens (BOS and one more)");
+    const ModelConfig& c = model_->config();
+    // Unprefilled until the new prefill is complete: no snapshot of the previous prompt is left
+    // behind if this one stops (and a 7B cache is freed before the next is allocated).
+    prefilled_ = false;
+    snapshot_ = KVCache();
+    prompt_ = prompt;
+
+    auto t0 = std::chrono::steady_clock::now();
+    imageFeatures_ = prompt.hasImage ? model_->encodeImage(prompt.pixels) : at::Tensor();
+    imageEncodeMs_ = msSince(t0);
+    if (stopRequested && stopRequested()) return false;
+
+    t0 = std::chrono::steady_clock::now();
+    const int64_t n = static_cast<int64_t>(prompt.ids.size()) - 1;   // all but the last prompt token
+    std::vector<int64_t> prefix(prompt.ids.begin(), prompt.ids.end() - 1);
+    at::Tensor embeds = model_->embedPrompt(prefix, imageFeatures_);
+    const int64_t capacity = std::min<int64_t>(n + 1 + std::max<int64_t>(reserveTokens, 1), c.text.maxPositionEmbeddings);
+    snapshot_ = KVCache(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, capacity,
+                        at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));
+    ForwardHooks hooks;
+    hooks.stopRequested = stopRequested;
+    try {
+        model_->llama().forward(embeds, snapshot_, &hooks);
+    } catch (const ForwardStopped&) {
+        snapshot_ = KVCache();   // partly written
+        return false;
+    }
+    snapshot_.appendTokens(prefix);
+    snapshot_.visualSpan = prompt.span;
+    prefillMs_ = msSince(t0);
+    prefilled_ = true;
+    return true;
+}
+
+at::Tensor Session::forwardIds(KVCache& cache, const at::Tensor& ids, ForwardHooks* hooks) const {
+    c10::NoGradGuard noGrad;
+    const Llama& llama = model_->llama();
+    at::Tensor embeds = llama.embed(ids);
+    if (embeds.size(0) != cache.batch()) embeds = embeds.expand({cache.batch(), embeds.size(1), embeds.size(2)});
+    at::Tensor hidden = llama.forward(embeds, cache, hooks);
+    return llama.logits(hidden.select(1, hidden.size(1) - 1));
+}
+
+at::Tensor Session::feed(KVCache& cache, const std::vector<int64_t>& ids, ForwardHooks* hooks) const {
+    if (cache.batch() != 1) throw Error("Session::feed: resumes a single-row cache");
+    const std::vector<int64_t>& held = cache.tokens();
+    std::vector<int64_t> fresh = ids;
+    // The full sequence: it starts with everything the cache holds. Skip that prefix.
+    if (ids.size() > held.size() && !held.empty() && std::equal(held.begin(), held.end(), ids.begin()))
+        fresh.assign(ids.begin() + static_cast<std::ptrdiff_t>(held.size()), ids.end());
+    if (fresh.empty()) throw Error("Session::feed: no new tokens to feed (the ids are all in the cache already)");
+    if (model_->config().hasVision)
+        for (int64_t id : fresh)
+            if (id == model_->config().imageTokenIndex)
+                throw Error("Session::feed: image tokens can only enter through prefill (the image is encoded once)");
+    at::Tensor idTensor = at::tensor(fresh, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+    at::Tensor logits = forwardIds(cache, idTensor, hooks);
+    cache.appendTokens(fresh);
+    return logits.squeeze(0);
+}
+
+Generation Session::decode(KVCache cache, int64_t seedToken, const GenerationOptions& options, const TokenCallback& onToken,
+                           const std::atomic<bool>* cancel) const {
+    TokenStream stream(options.sampling, model_->tokenizer(), model_->config().text.eosTokenIds, options.stopAtEos, seedToken);
+    const auto t0 = std::chrono::steady_clock::now();
+    ForwardHooks hooks;
+    hooks.attentionBias = options.attentionBias;
+    hooks.captureAttention = options.captureAttention;
+    for (int step = 0; step < options.maxNewTokens && !stream.done(); ++step) {
+        if (cancel && cancel->load()) {
+            stream.cancel();
+            break;
+        }
+        const at::Tensor logits = feed(cache, {stream.next()}, &hooks);
+        TokenEvent ev = stream.step(step, logits);
+        if (options.captureAttention) ev.attention = &hooks.attention;
+        if (onToken) onToken(ev);
+    }
+    Generation g = stream.finish();
+    g.decodeMs = msSince(t0);
+    return g;
+}
+
+Generation Session::generate(const GenerationOptions& options, const TokenCallback& onToken, const std::atomic<bool>* cancel) const {
+    requirePrefilled();
+    return decode(snapshot_.clone(), lastPromptToken(), options, onToken, cancel);
+}
+
+} // namespace kvsteer

@@ -1,0 +1,84 @@
+#pragma once
+// Session: the prefill -> edit -> decode loop for one (image, prompt).
+//
+// prefill() runs the image through the vision tower once and the decoder over every prompt
+// token but the last; that cache is the pristine snapshot. Decoding starts from a copy of it,
+// seeded with the last prompt token, so an edit of the cache is seen by the very first
+// generated token. Positions always come from cache.size().
+#include "cache/KVCache.h"
+#include "generate/TokenStream.h"
+#include "models/llava/Llama.h"
+#include "generate/Prompt.h"
+#include "generate/Sampler.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+class LlavaModel;
+
+struct GenerationOptions {
+    int maxNewTokens = 64;
+    SamplingParams sampling;
+    bool stopAtEos = true;
+    std::vector<at::Tensor> attentionBias;   // per layer, see ForwardHooks (spotlight steering)
+    bool captureAttention = false;           // fill TokenEvent::attention at every step
+};
+
+class Session {
+public:
+    explicit Session(std::shared_ptr<const LlavaModel> model);
+
+    const LlavaModel& model() const { return *model_; }
+    std::shared_ptr<const LlavaModel> modelPtr() const { return model_; }
+
+    // Encodes the image (if any) and prefills prompt.ids[0 .. L-2]. `reserveTokens` sizes the
+    // cache so decoding that many tokens never reallocates. `stopRequested`, when given, is asked
+    // after the image encoding and before every decoder layer; once it says true the prefill
+    // stops and returns false, leaving the session unprefilled (a real 7B prompt takes seconds
+    // to minutes on a CPU, and the user may change the image meanwhile).
+    bool prefill(const Prompt& prompt, int64_t reserveTokens = 256, const std::function<bool()>& stopRequested = {});
+    bool prefilled() const { return prefilled_; }
+    const Prompt& prompt() const { return prompt_; }
+    const KVCache& snapshot() const { return snapshot_; }
+    int64_t lastPromptToken() const { return prompt_.ids.back(); }
+    const at::Tensor& imageFeatures() const { return imageFeatures_; }
+    double imageEncodeMs() const { return imageEncodeMs_; }
+    double prefillMs() const { return prefillMs_; }
+
+    // Runs the decoder over `ids` ([B, T] int64) appended to `cache`; returns the logits of the
+    // last position, [B, V] float32.
+    at::Tensor forwardIds(KVCache& cache, const at::Tensor& ids, ForwardHooks* hooks = nullptr) const;
+
+    // Resumes a single-row cache with token ids. `ids` may be only the new tokens, or the whole
+    // sequence starting with the tokens the cache already holds (that prefix is then skipped).
+    // Returns the logits of the last id, [V].
+    at::Tensor feed(KVCache& cache, const std::vector<int64_t>& ids, ForwardHooks* hooks = nullptr) const;
+
+    // Generates from `cache`, seeded with `seedToken` (not yet in the cache). Stops at EOS, at
+    // the token budget, or when `cancel` becomes true (checked between steps).
+    Generation decode(KVCache cache, int64_t seedToken, const GenerationOptions& options, const TokenCallback& onToken = {},
+                      const std::atomic<bool>* cancel = nullptr) const;
+
+    // decode() from a copy of the pristine snapshot.
+    Generation generate(const GenerationOptions& options, const TokenCallback& onToken = {},
+                        const std::atomic<bool>* cancel = nullptr) const;
+
+private:
+    void requirePrefilled() const;
+
+    std::shared_ptr<const LlavaModel> model_;
+    Prompt prompt_;
+    KVCache snapshot_;
+    at::Tensor imageFeatures_;
+    bool prefilled_ = false;
+    double imageEncodeMs_ = 0, prefillMs_ = 0;
+};
+
+} // namespace kvsteer

@@ -1,0 +1,250 @@
+#include "io/Config.h"
+
+#include "Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace kvsteer {
+
+using nlohmann::json;
+
+namespace {
+
+// Reads an optional key with a type check; a present key of the wrong type is an error that
+// names the field (a silently ignored typo would give a silently wrong model).
+template <typename T>
+void readKey(const json& obj, const char* key, T& out, const std::string& where) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return;
+    try {
+        out = it->get<T>();
+    } catch (const std::exception&) {
+        throw Error(where + ": field '" + key + "' has the wrong type (got " + it->type_name() + ")");
+    }
+}
+
+void requirePositive(int value, const char* key, const std::string& where) {
+    if (value <= 0) throw Error(where + ": field '" + std::string(key) + "' must be a positive integer (got " + std::to_string(value) + ")");
+}
+
+VisionConfig parseVision(const json& j, const std::string& where) {
+    VisionConfig v;
+    if (!j.is_object()) throw Error(where + ": vision_config must be an object");
+    readKey(j, "hidden_size", v.hiddenSize, where);
+    readKey(j, "intermediate_size", v.intermediateSize, where);
+    readKey(j, "num_hidden_layers", v.numLayers, where);
+    readKey(j, "num_attention_heads", v.numHeads, where);
+    readKey(j, "num_channels", v.numChannels, where);
+    readKey(j, "image_size", v.imageSize, where);
+    readKey(j, "patch_size", v.patchSize, where);
+    readKey(j, "hidden_act", v.hiddenAct, where);
+    readKey(j, "layer_norm_eps", v.layerNormEps, where);
+    const std::string w = where + " (vision_config)";
+    requirePositive(v.hiddenSize, "hidden_size", w);
+    requirePositive(v.intermediateSize, "intermediate_size", w);
+    requirePositive(v.numLayers, "num_hidden_layers", w);
+    requirePositive(v.numHeads, "num_attention_heads", w);
+    requirePositive(v.imageSize, "image_size", w);
+    requirePositive(v.patchSize, "patch_size", w);
+    if (v.numChannels != 3) throw Error(w + ": num_channels must be 3 (RGB)");
+    if (v.hiddenSize % v.numHeads != 0) throw Error(w + ": hidden_size must be divisible by num_attention_heads");
+    if (v.imageSize % v.patchSize != 0) throw Error(w + ": image_size must be a multiple of patch_size");
+    if (v.hiddenAct != "quick_gelu" && v.hiddenAct != "gelu")
+        throw Error(w + ": hidden_act '" + v.hiddenAct + "' is not supported (expected quick_gelu or gelu)");
+    return v;
+}
+
+TextConfig parseText(const json& j, const std::string& where) {
+    TextConfig t;
+    if (!j.is_object()) throw Error(where + ": text_config must be an object");
+    readKey(j, "vocab_size", t.vocabSize, where);
+    readKey(j, "hidden_size", t.hiddenSize, where);
+    readKey(j, "intermediate_size", t.intermediateSize, where);
+    readKey(j, "num_hidden_layers", t.numLayers, where);
+    readKey(j, "num_attention_heads", t.numHeads, where);
+    t.numKvHeads = t.numHeads;   // transformers: num_key_value_heads defaults to num_attention_heads
+    readKey(j, "num_key_value_heads", t.numKvHeads, where);
+    requirePositive(t.hiddenSize, "hidden_size", where);
+    requirePositive(t.numHeads, "num_attention_heads", where);
+    requirePositive(t.numKvHeads, "num_key_value_heads", where);
+    requirePositive(t.numLayers, "num_hidden_layers", where);
+    requirePositive(t.intermediateSize, "intermediate_size", where);
+    t.headDim = t.hiddenSize / t.numHeads;
+    readKey(j, "head_dim", t.headDim, where);
+    readKey(j, "hidden_act", t.hiddenAct, where);
+    readKey(j, "rms_norm_eps", t.rmsNormEps, where);
+    readKey(j, "rope_theta", t.ropeTheta, where);
+    readKey(j, "max_position_embeddings", t.maxPositionEmbeddings, where);
+    readKey(j, "attention_bias", t.attentionBias, where);
+    readKey(j, "mlp_bias", t.mlpBias, where);
+    readKey(j, "tie_word_embeddings", t.tieWordEmbeddings, where);
+    readKey(j, "bos_token_id", t.bosTokenId, where);
+    if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
+        if (it->is_number_integer()) t.eosTokenIds = {it->get<int64_t>()};
+        else if (it->is_array()) t.eosTokenIds = it->get<std::vector<int64_t>>();
+        else throw Error(where + ": field 'eos_token_id' must be an integer or a list of integers");
+    }
+    if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
+        throw Error(where + ": rope_scaling is not supported yet (expected null)");
+    requirePositive(t.headDim, "head_dim", where);
+    if (t.vocabSize <= 0) throw Error(where + ": field 'vocab_size' must be positive");
+    if (t.numHeads % t.numKvHeads != 0)
+        throw Error(where + ": num_attention_heads (" + std::to_string(t.numHeads) + ") must be a multiple of num_key_value_heads (" +
+                    std::to_string(t.numKvHeads) + ")");
+    if (t.headDim % 2 != 0) throw Error(where + ": head_dim must be even (rotary embedding)");
+    if (t.hiddenAct != "silu") throw Error(where + ": hidden_act '" + t.hiddenAct + "' is not supported (expected silu)");
+    return t;
+}
+
+// LLaVA-1.5's vision tower when config.json has no vision_config (LlavaConfig's default).
+VisionConfig llavaDefaultVision() {
+    VisionConfig v;
+    v.hiddenSize = 1024;
+    v.intermediateSize = 4096;
+    v.numLayers = 24;
+    v.numHeads = 16;
+    v.imageSize = 336;
+    v.patchSize = 14;
+    return v;
+}
+
+} // namespace
+
+std::string fnv1aHex(const std::string& bytes) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : bytes) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
+}
+
+// The hash covers what the numbers mean, not how config.json was written: a trimmed or re-saved
+// config of the same model hashes the same, any architectural change does not.
+std::string semanticHash(const ModelConfig& config) {
+    ModelConfig anonymous = config;
+    anonymous.name.clear();
+    return fnv1aHex(anonymous.toJsonText());
+}
+
+int ModelConfig::imageSeqLength() const {
+    if (!hasVision) return 0;
+    return vision.numPatches() + (visionFeatureSelectStrategy == "full" ? 1 : 0);
+}
+
+int ModelConfig::visionLayersNeeded() const {
+    // hidden_states has numLayers + 1 entries (the embeddings first); a negative index counts from the end.
+    const int n = vision.numLayers;
+    return visionFeatureLayer < 0 ? n + 1 + visionFeatureLayer : visionFeatureLayer;
+}
+
+ModelConfig ModelConfig::fromJsonText(const std::string& text, const std::string& where) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const std::exception& e) {
+        throw Error(where + ": not valid JSON (" + e.what() + ")");
+    }
+    if (!j.is_object()) throw Error(where + ": expected a JSON object");
+    ModelConfig c;
+    readKey(j, "_name_or_path", c.name, where);
+    readKey(j, "model_type", c.modelType, where);
+    if (c.modelType.empty())
+        throw Error(where + ": field 'model_type' is missing (expected \"llava\" or \"llama\")");
+
+    if (c.modelType == "llama") {
+        c.text = parseText(j, where);
+        c.hasVision = false;
+        c.configHash = semanticHash(c);
+        return c;
+    }
+    if (c.modelType != "llava")
+        throw Error(where + ": model_type '" + c.modelType + "' is not supported (expected \"llava\" or \"llama\")");
+
+    c.hasVision = true;
+    readKey(j, "image_token_index", c.imageTokenIndex, where);
+    readKey(j, "vision_feature_layer", c.visionFeatureLayer, where);
+    readKey(j, "vision_feature_select_strategy", c.visionFeatureSelectStrategy, where);
+    readKey(j, "projector_hidden_act", c.projectorHiddenAct, where);
+    c.vision = j.contains("vision_config") && !j["vision_config"].is_null() ? parseVision(j["vision_config"], where)
+                                                                             : llavaDefaultVision();
+    c.text = j.contains("text_config") && !j["text_config"].is_null() ? parseText(j["text_config"], where + " (text_config)")
+                                                                       : TextConfig{};
+    if (c.visionFeatureSelectStrategy != "default" && c.visionFeatureSelectStrategy != "full")
+        throw Error(where + ": vision_feature_select_strategy must be \"default\" or \"full\"");
+    if (c.projectorHiddenAct != "gelu")
+        throw Error(where + ": projector_hidden_act '" + c.projectorHiddenAct + "' is not supported (expected gelu)");
+    const int needed = c.visionLayersNeeded();
+    if (needed < 0 || needed > c.vision.numLayers)
+        throw Error(where + ": vision_feature_layer " + std::to_string(c.visionFeatureLayer) + " is out of range for " +
+                    std::to_string(c.vision.numLayers) + " vision layers");
+    if (c.imageTokenIndex < 0 || c.imageTokenIndex >= c.text.vocabSize)
+        throw Error(where + ": image_token_index " + std::to_string(c.imageTokenIndex) + " is outside the vocabulary");
+    c.configHash = semanticHash(c);
+    return c;
+}
+
+ModelConfig ModelConfig::fromJsonFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("config " + path + ": cannot open (missing config.json?)");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return fromJsonText(ss.str(), "config " + path);
+}
+
+std::string ModelConfig::toJsonText() const {
+    json text = {
+        {"model_type", "llama"},
+        {"vocab_size", this->text.vocabSize},
+        {"hidden_size", this->text.hiddenSize},
+        {"intermediate_size", this->text.intermediateSize},
+        {"num_hidden_layers", this->text.numLayers},
+        {"num_attention_heads", this->text.numHeads},
+        {"num_key_value_heads", this->text.numKvHeads},
+        {"head_dim", this->text.headDim},
+        {"hidden_act", this->text.hiddenAct},
+        {"rms_norm_eps", this->text.rmsNormEps},
+        {"rope_theta", this->text.ropeTheta},
+        {"max_position_embeddings", this->text.maxPositionEmbeddings},
+        {"tie_word_embeddings", this->text.tieWordEmbeddings},
+        {"bos_token_id", this->text.bosTokenId},
+        {"eos_token_id", this->text.eosTokenIds.size() == 1 ? json(this->text.eosTokenIds[0]) : json(this->text.eosTokenIds)},
+    };
+    if (!hasVision) {
+        if (!name.empty()) text["_name_or_path"] = name;
+        return text.dump(2);
+    }
+    json j = {
+        {"_name_or_path", name},
+        {"architectures", {"LlavaForConditionalGeneration"}},
+        {"model_type", "llava"},
+        {"image_token_index", imageTokenIndex},
+        {"ignore_index", -100},
+        {"pad_token_id", imageTokenIndex + 1},
+        {"image_seq_length", imageSeqLength()},
+        {"projector_hidden_act", projectorHiddenAct},
+        {"vision_feature_layer", visionFeatureLayer},
+        {"vision_feature_select_strategy", visionFeatureSelectStrategy},
+        {"text_config", text},
+        {"vision_config",
+         {{"model_type", "clip_vision_model"},
+          {"hidden_size", vision.hiddenSize},
+          {"intermediate_size", vision.intermediateSize},
+          {"num_hidden_layers", vision.numLayers},
+          {"num_attention_heads", vision.numHeads},
+          {"num_channels", vision.numChannels},
+          {"image_size", vision.imageSize},
+          {"patch_size", vision.patchSize},
+          {"hidden_act", vision.hiddenAct},
+          {"layer_norm_eps", vision.layerNormEps}}},
+    };
+    return j.dump(2);
+}
+
+} // namespace kvsteer

@@ -1,0 +1,188 @@
+#include "models/llava/Llama.h"
+
+#include "Error.h"
+#include "cache/KVCache.h"
+#include "io/Checkpoint.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/embedding.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/outer.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/softmax.h>
+
+#include <cmath>
+#include <limits>
+
+namespace kvsteer {
+
+namespace {
+
+std::string layerName(int i, const std::string& rest) { return "text.layers." + std::to_string(i) + "." + rest; }
+
+} // namespace
+
+Llama::Llama(const TextConfig& c, const Checkpoint& ckpt, const WeightFormat& format) : config_(c), format_(format) {
+    const int64_t d = c.hiddenSize, hd = c.headDim, qDim = int64_t(c.numHeads) * hd, kvDim = int64_t(c.numKvHeads) * hd;
+    const int64_t inter = c.intermediateSize, vocab = c.vocabSize;
+    WeightFormat small = format;
+    small.storage = format.compute;
+
+    embedTokens_ = loadWeight(ckpt, "text.embed_tokens.weight", {vocab, d}, format);
+    finalNorm_ = loadWeight(ckpt, "text.norm.weight", {d}, small);
+    if (ckpt.has("lm_head.weight")) lmHead_ = loadLinear(ckpt, "lm_head.weight", {vocab, d}, format);
+    else if (c.tieWordEmbeddings) lmHead_ = LinearWeight{{embedTokens_}};
+    else lmHead_ = loadLinear(ckpt, "lm_head.weight", {vocab, d}, format);   // throws: missing tensor
+
+    for (int i = 0; i < c.numLayers; ++i) {
+        Layer L;
+        L.inputNorm = loadWeight(ckpt, layerName(i, "input_layernorm.weight"), {d}, small);
+        L.postNorm = loadWeight(ckpt, layerName(i, "post_attention_layernorm.weight"), {d}, small);
+        L.qkvWeight = loadFusedLinear(ckpt,
+                                      {layerName(i, "self_attn.q_proj.weight"), layerName(i, "self_attn.k_proj.weight"),
+                                       layerName(i, "self_attn.v_proj.weight")},
+                                      {{qDim, d}, {kvDim, d}, {kvDim, d}}, format);
+        L.oWeight = loadLinear(ckpt, layerName(i, "self_attn.o_proj.weight"), {d, qDim}, format);
+        L.gateUpWeight = loadFusedLinear(ckpt, {layerName(i, "mlp.gate_proj.weight"), layerName(i, "mlp.up_proj.weight")},
+                                         {{inter, d}, {inter, d}}, format);
+        L.downWeight = loadLinear(ckpt, layerName(i, "mlp.down_proj.weight"), {d, inter}, format);
+        layers_.push_back(std::move(L));
+    }
+
+    // RoPE tables exactly as transformers builds them: inv_freq = 1 / theta^(2i/d) in float32,
+    // angles = position * inv_freq in float32, the half-dim table repeated twice.
+    auto f32 = at::TensorOptions().dtype(at::kFloat);
+    at::Tensor invFreq = 1.0 / at::pow(c.ropeTheta, at::arange(0, hd, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(hd));
+    at::Tensor positions = at::arange(c.maxPositionEmbeddings, f32);
+    at::Tensor angles = at::outer(positions, invFreq);
+    at::Tensor emb = at::cat({angles, angles}, -1);
+    ropeCos_ = emb.cos().to(format.device, format.compute);
+    ropeSin_ = emb.sin().to(format.device, format.compute);
+}
+
+at::Tensor Llama::embed(const at::Tensor& ids) const {
+    return at::embedding(embedTokens_, ids.to(format_.device)).to(format_.compute);
+}
+
+at::Tensor Llama::rmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
+    // Always in float32, like transformers' LlamaRMSNorm, then back to the compute dtype.
+    at::Tensor h = x.to(at::kFloat);
+    h = h * at::rsqrt(h.pow(2).mean(-1, true) + config_.rmsNormEps);
+    return weight * h.to(x.scalar_type());
+}
+
+at::Tensor Llama::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
+    // rotate_half: [x1, x2] -> [-x2, x1] over the two halves of the head dimension.
+    const int64_t half = x.size(-1) / 2;
+    at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+    return x * cos + rotated * sin;
+}
+
+at::Tensor Llama::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                            const at::Tensor& bias, at::Tensor* captured) const {
+    // q [B, H, T, hd]; k, v [B, H_kv, S, hd]. Grouped-query attention without repeating K/V:
+    // the G = H / H_kv query heads that share a KV head are stacked along the query axis.
+    // Each (batch row, KV head) is independent, so the pairs are spread over the thread pool:
+    // ATen would run these small batched matmuls one after another on one thread, and in a
+    // decode step they read the whole cache (a 7B cache of 600 tokens is 630 MB of float32).
+    const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3);
+    const int64_t hkv = k.size(1), g = h / hkv, s = k.size(2);
+    const at::Tensor qg = q.reshape({b, hkv, g * t, hd});
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    // bias [Bb, Hb, S'] -> [Bb, H_kv or 1, G or 1, 1, S'], added to the first S' key positions.
+    at::Tensor bb;
+    if (bias.defined())
+        bb = (bias.size(1) == 1 ? bias.view({bias.size(0), 1, 1, 1, bias.size(2)}) : bias.view({bias.size(0), hkv, g, 1, bias.size(2)}))
+                 .to(at::kFloat);
+    at::Tensor out = at::empty({b, hkv, g * t, hd}, q.options());
+    at::Tensor lastProbs = captured ? at::empty({b, hkv, g, s}, q.options()) : at::Tensor();
+
+    at::parallel_for(0, b * hkv, 1, [&](int64_t first, int64_t end) {
+        for (int64_t i = first; i < end; ++i) {
+            const int64_t bi = i / hkv, hi = i % hkv;
+            at::Tensor scores = (at::matmul(qg[bi][hi], k[bi][hi].transpose(0, 1)) * scale).view({g, t, s});
+            if (mask.defined()) scores = scores + mask;   // [t, s] causal mask broadcasts
+            if (bb.defined()) {
+                const at::Tensor row = bb[bb.size(0) == 1 ? 0 : bi][bb.size(1) == 1 ? 0 : hi];   // [G or 1, 1, S']
+                scores.narrow(-1, 0, row.size(-1)).add_(row.to(scores.scalar_type()));
+            }
+            const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());   // [G, T, S]
+            if (captured) lastProbs[bi][hi].copy_(probs.select(1, t - 1));
+            at::Tensor dst = out[bi][hi];   // [G*T, hd], written in place
+            at::mm_out(dst, probs.view({g * t, s}), v[bi][hi]);
+        }
+    });
+    if (captured) *captured = lastProbs.view({b, h, s});
+    return out.view({b, h, t, hd}).transpose(1, 2).reshape({b, t, h * hd});
+}
+
+at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks* hooks) const {
+    const int64_t b = embeds.size(0), t = embeds.size(1);
+    const int64_t h = config_.numHeads, hkv = config_.numKvHeads, hd = config_.headDim;
+    const int64_t start = cache.size();
+    if (start + t > config_.maxPositionEmbeddings)
+        throw Error("sequence of " + std::to_string(start + t) + " tokens exceeds the model's context of " +
+                    std::to_string(config_.maxPositionEmbeddings) + " (max_position_embeddings)");
+    if (cache.numLayers() != config_.numLayers || cache.batch() != b)
+        throw Error("KVCache shape does not match the model (layers or batch size)");
+
+    const at::Tensor cos = ropeCos_.narrow(0, start, t), sin = ropeSin_.narrow(0, start, t);
+    at::Tensor mask;
+    if (t > 1)   // query i (position start+i) sees keys 0..start+i
+        mask = at::full({t, start + t}, -std::numeric_limits<double>::infinity(), embeds.options()).triu(start + 1);
+    if (hooks && hooks->captureAttention) hooks->attention.assign(layers_.size(), at::Tensor());
+
+    at::Tensor x = embeds;
+    for (size_t l = 0; l < layers_.size(); ++l) {
+        if (hooks && hooks->stopRequested && hooks->stopRequested()) throw ForwardStopped{};
+        const Layer& L = layers_[l];
+        at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm), L.qkvWeight);
+        at::Tensor q = qkv.narrow(-1, 0, h * hd).view({b, t, h, hd}).transpose(1, 2);
+        at::Tensor k = qkv.narrow(-1, h * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
+        at::Tensor v = qkv.narrow(-1, (h + hkv) * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
+        q = rope(q, cos, sin);
+        k = rope(k, cos, sin);
+        auto [keys, values] = cache.update(k, v, static_cast<int>(l));
+
+        at::Tensor bias;
+        if (hooks && l < hooks->attentionBias.size()) bias = hooks->attentionBias[l];
+        at::Tensor* captured = hooks && hooks->captureAttention ? &hooks->attention[l] : nullptr;
+        x = x + applyLinear(attention(q, keys, values, mask, bias, captured), L.oWeight);
+
+        at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm), L.gateUpWeight);
+        const int64_t inter = config_.intermediateSize;
+        x = x + applyLinear(at::silu(gateUp.narrow(-1, 0, inter)) * gateUp.narrow(-1, inter, inter), L.downWeight);
+    }
+    return rmsNorm(x, finalNorm_);
+}
+
+at::Tensor Llama::rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse) const {
+    const at::Tensor pos = positions.to(ropeCos_.device()).to(at::kLong);
+    const at::Tensor cos = ropeCos_.index_select(0, pos).to(x.scalar_type());
+    const at::Tensor sin = ropeSin_.index_select(0, pos).to(x.scalar_type());
+    return rope(x, cos, inverse ? -sin : sin);   // rotating by -theta undoes rotating by theta
+}
+
+int64_t Llama::weightBytesPerToken() const {
+    auto bytes = [](const LinearWeight& w) {
+        int64_t n = 0;
+        for (const at::Tensor& p : w.parts) n += p.numel() * static_cast<int64_t>(p.element_size());
+        return n;
+    };
+    int64_t total = bytes(lmHead_);
+    for (const Layer& L : layers_) total += bytes(L.qkvWeight) + bytes(L.oWeight) + bytes(L.gateUpWeight) + bytes(L.downWeight);
+    return total;
+}
+
+at::Tensor Llama::logits(const at::Tensor& hidden) const { return applyLinear(hidden, lmHead_).to(at::kFloat); }
+
+} // namespace kvsteer

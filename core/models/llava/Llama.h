@@ -1,0 +1,75 @@
+#pragma once
+// The Llama decoder of LLaVA: token embeddings, N pre-norm blocks (GQA attention with rotate-half
+// RoPE, SwiGLU MLP), final RMSNorm and the LM head. Every forward pass appends to a KVCache and
+// takes its positions from it: the first new token sits at cache.size().
+#include "io/Config.h"
+#include "nn/Linear.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <vector>
+
+namespace kvsteer {
+
+class KVCache;
+
+// Optional extras for one forward pass (used by steering and the heatmaps).
+struct ForwardHooks {
+    // Per layer (empty vector or undefined tensor = none): an additive bias on the attention
+    // logits over key positions 0..S'-1, shape [B or 1, H or 1, S']. Keys past S' get no bias.
+    std::vector<at::Tensor> attentionBias;
+    // When set, `attention[l]` receives the softmax weights of the last query token in layer l,
+    // [B, H, S] (S = keys attended, i.e. cache.size() after the pass).
+    bool captureAttention = false;
+    std::vector<at::Tensor> attention;
+    // When set, asked before every layer; true stops the pass by throwing ForwardStopped (the
+    // cache is then partly written and must be thrown away). A long prefill can be cancelled.
+    std::function<bool()> stopRequested;
+};
+
+// Thrown by Llama::forward when ForwardHooks::stopRequested says so. Not an error.
+struct ForwardStopped {};
+
+class Llama {
+public:
+    Llama(const TextConfig& config, const Checkpoint& ckpt, const WeightFormat& format);
+
+    const TextConfig& config() const { return config_; }
+
+    at::Tensor embed(const at::Tensor& ids) const;   // [B, T] int64 -> [B, T, D] (compute dtype)
+
+    // Runs the blocks over `embeds` [B, T, D] at positions cache.size() .. cache.size()+T-1,
+    // appending their K/V to `cache`. Returns the final-normed hidden states [B, T, D].
+    at::Tensor forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks* hooks = nullptr) const;
+
+    at::Tensor logits(const at::Tensor& hidden) const;   // [.., D] -> [.., V], float32
+
+    // Weight bytes one decode step reads (every layer's matrices and the LM head): bandwidth
+    // divided by this is the memory roofline of decoding.
+    int64_t weightBytesPerToken() const;
+
+    // Rotates x [..., N, head_dim] by the RoPE angles of `positions` [N] (int64), or back
+    // (inverse): how cached (post-RoPE) keys and position-free (pre-RoPE) directions relate.
+    at::Tensor rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
+
+private:
+    struct Layer {
+        at::Tensor inputNorm, postNorm;
+        LinearWeight qkvWeight, oWeight;     // q, k, v fused: [(H + 2 H_kv) * hd, D]
+        LinearWeight gateUpWeight, downWeight; // gate and up fused: [2 I, D]
+    };
+    at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight) const;
+    at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
+    at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                         const at::Tensor& bias, at::Tensor* captured) const;
+
+    TextConfig config_;
+    WeightFormat format_;
+    at::Tensor embedTokens_, finalNorm_;
+    LinearWeight lmHead_;   // the embedding table itself when tied
+    at::Tensor ropeCos_, ropeSin_;   // [max_position_embeddings, head_dim], float32 -> compute dtype
+    std::vector<Layer> layers_;
+};
+
+} // namespace kvsteer
