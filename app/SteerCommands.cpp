@@ -8,6 +8,7 @@
 #include "generate/Session.h"
 #include "steer/SideBySide.h"
 #include "steer/Mask.h"
+#include "steer/PlanOptions.h"
 #include "steer/Recipes.h"
 #include "steer/SteeringPlan.h"
 
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -86,31 +88,27 @@ struct PlanInputs {
     SteeringFileInfo info;
 };
 
+// The command line as PlanOptions (text -> numbers), then the core's makePlan: the studio builds
+// its plans through the same function.
 PlanInputs planFromOptions(const CommandLine& cl, const LlavaModel& model, const VisualSpan& span) {
     PlanInputs in;
-    SteeringPlan& p = in.plan;
     const int layers = model.config().text.numLayers;
-    if (cl.has("vectors")) p.vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
-    p.op = parseOperator(cl.get("operator", in.info.operatorName.empty() ? "add" : in.info.operatorName));
-    if (operatorNeedsVectors(p.op) && !cl.has("vectors"))
-        throw UsageError("operator '" + operatorName(p.op) + "' needs --vectors FILE");
-    if (cl.has("mask")) p.strength = loadMask(cl.get("mask"), span.gridHeight, span.gridWidth);
-    else if (p.vectors.mask.defined()) p.strength = p.vectors.mask;
-    else p.strength = at::ones({span.gridHeight, span.gridWidth});
-    p.layers = cl.has("layers") ? parseLayerList(cl.get("layers"), layers) : in.info.layers;
-    if (cl.has("heads")) {
-        std::vector<int> heads;
-        for (const auto& h : split(cl.get("heads"), ',')) heads.push_back(parseIndex(h, "--heads"));
-        for (int l = 0; l < layers; ++l) p.headMask[l] = heads;
-    } else {
-        for (size_t l = 0; l < in.info.headMask.size(); ++l) p.headMask[static_cast<int>(l)] = in.info.headMask[l];
-    }
-    p.ck = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : (in.info.ck.empty() ? std::vector<double>{1.0} : in.info.ck);
-    p.cv = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : (in.info.cv.empty() ? std::vector<double>{1.0} : in.info.cv);
-    p.mode = cl.has("propagate") ? PlanMode::Propagate : PlanMode::EditOnly;
-    const std::string ablate = cl.get("ablate-to", "mean");
-    if (ablate != "mean" && ablate != "zero") throw UsageError("--ablate-to must be mean or zero");
-    p.ablateTarget = ablate == "zero" ? AblateTarget::Zero : AblateTarget::Mean;
+    std::optional<SteeringVectors> vectors;
+    if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
+    PlanOptions o;
+    o.op = cl.get("operator", "");
+    if (operatorNeedsVectors(parseOperator(!o.op.empty() ? o.op : !in.info.operatorName.empty() ? in.info.operatorName : "add")) && !vectors)
+        throw UsageError("operator '" + (o.op.empty() ? std::string("add") : o.op) + "' needs --vectors FILE");
+    if (cl.has("layers")) o.layers = parseLayerList(cl.get("layers"), layers);
+    if (cl.has("heads"))
+        for (const auto& h : split(cl.get("heads"), ',')) o.heads.push_back(parseIndex(h, "--heads"));
+    if (cl.has("ck")) o.ck = parseNumbers(cl.get("ck"), "--ck");
+    if (cl.has("cv")) o.cv = parseNumbers(cl.get("cv"), "--cv");
+    o.propagate = cl.has("propagate");
+    o.ablateTo = cl.get("ablate-to", "mean");
+    if (o.ablateTo != "mean" && o.ablateTo != "zero") throw UsageError("--ablate-to must be mean or zero");
+    const at::Tensor strength = cl.has("mask") ? loadMask(cl.get("mask"), span.gridHeight, span.gridWidth) : at::Tensor();
+    in.plan = makePlan(o, vectors ? &*vectors : nullptr, in.info, strength, span, layers);
     return in;
 }
 
@@ -174,17 +172,12 @@ int commandExtract(int argc, char** argv) {
     } else {
         throw UsageError("--recipe must be image-pair, region or text-pairs");
     }
-    SteeringFileInfo info;
-    info.modelName = model->config().name;
-    info.configHash = model->config().configHash;
-    info.operatorName = cl.get("operator", options.keySpace == KeySpace::PreRope ? "prerope" : "add");
+    SteeringFileInfo info = newVectorsFileInfo(*model, recipe, inputs.dump(), options.keySpace);
+    info.operatorName = cl.get("operator", info.operatorName);
     parseOperator(info.operatorName);
     info.ck = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : std::vector<double>{1.0};
     info.cv = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : std::vector<double>{1.0};
     if (cl.has("layers")) info.layers = parseLayerList(cl.get("layers"), model->config().text.numLayers);
-    info.recipe = recipe;
-    info.recipeInputsJson = inputs.dump();
-    info.promptTemplate = applyChatTemplate("{question}", recipe != "text-pairs");
     saveSteeringFile(cl.get("out"), vectors, info);
     std::cerr << "wrote " << cl.get("out") << " (" << recipe << ", " << keySpaceName(vectors.keySpace) << ", "
               << (vectors.perPosition() ? "per position" : "per head") << ")\n";

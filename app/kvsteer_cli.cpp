@@ -74,8 +74,7 @@ int commandGenerate(int argc, char** argv) {
     ImageU8 image;
     if (cl.has("image")) image = loadImage(cl.get("image"));
     const Prompt prompt = buildPrompt(*model, cl.get("prompt"), cl.has("raw-prompt"), cl.has("image") ? &image : nullptr);
-    if (static_cast<int64_t>(prompt.ids.size()) + gen.maxNewTokens > model->config().text.maxPositionEmbeddings)
-        gen.maxNewTokens = static_cast<int>(model->config().text.maxPositionEmbeddings - static_cast<int64_t>(prompt.ids.size()));
+    gen.maxNewTokens = newTokensThatFit(model->config().text, static_cast<int64_t>(prompt.ids.size()), gen.maxNewTokens);
 
     Session session(model);
     session.prefill(prompt, gen.maxNewTokens);

@@ -89,4 +89,20 @@ at::Tensor attentionHeatmaps(const std::vector<at::Tensor>& attention, const Vis
     return at::stack(maps);
 }
 
+at::Tensor runHeatmaps(HeatMetric metric, const KVCache& base, const KVCache& edited, bool steeredRow, const SteeringVectors* vectors,
+                       const std::vector<at::Tensor>& attention, int64_t kvHeads, int head) {
+    const KVCache& chosen = steeredRow ? edited : base;
+    switch (metric) {
+    case HeatMetric::KeyNorm: return normHeatmaps(chosen, true, head);
+    case HeatMetric::ValueNorm: return normHeatmaps(chosen, false, head);
+    case HeatMetric::KeyDelta: return deltaHeatmaps(base, edited, true, head);
+    case HeatMetric::ValueDelta: return deltaHeatmaps(base, edited, false, head);
+    case HeatMetric::ValueCosine: return cosineHeatmaps(chosen, vectors ? *vectors : SteeringVectors(), false, head);
+    case HeatMetric::Attention:
+        if (attention.empty()) return at::Tensor();
+        return attentionHeatmaps(attention, base.visualSpan, kvHeads, head, steeredRow ? 1 : 0);
+    }
+    return at::Tensor();
+}
+
 } // namespace kvsteer

@@ -30,4 +30,11 @@ at::Tensor cosineHeatmaps(const KVCache& cache, const SteeringVectors& vectors, 
 at::Tensor attentionHeatmaps(const std::vector<at::Tensor>& attention, const VisualSpan& span, int64_t kvHeads, int head,
                              int64_t row = 0);
 
+// One metric for a steered run, the way the studio shows it: `base` is the kept snapshot and
+// `edited` the steered cache; `steeredRow` picks which of the two the per-cache metrics read (and
+// which batch row of the captured `attention`, per layer [2, H, S]). `vectors` may be null (the
+// cosine is then 0). Undefined when the metric is attention and nothing was captured yet.
+at::Tensor runHeatmaps(HeatMetric metric, const KVCache& base, const KVCache& edited, bool steeredRow, const SteeringVectors* vectors,
+                       const std::vector<at::Tensor>& attention, int64_t kvHeads, int head);
+
 } // namespace kvsteer

@@ -113,6 +113,11 @@ Generation Session::decode(KVCache cache, int64_t seedToken, const GenerationOpt
     return g;
 }
 
+int newTokensThatFit(const TextConfig& config, int64_t promptTokens, int wanted) {
+    const int64_t room = std::max<int64_t>(0, config.maxPositionEmbeddings - promptTokens);
+    return static_cast<int>(std::min<int64_t>(wanted, room));
+}
+
 Generation Session::generate(const GenerationOptions& options, const TokenCallback& onToken, const std::atomic<bool>* cancel) const {
     requirePrefilled();
     return decode(snapshot_.clone(), lastPromptToken(), options, onToken, cancel);

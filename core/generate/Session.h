@@ -31,6 +31,10 @@ struct GenerationOptions {
     bool captureAttention = false;           // fill TokenEvent::attention at every step
 };
 
+// How many of `wanted` new tokens fit the model's context after a prompt of `promptTokens`
+// (positions end at max_position_embeddings): the CLI and the studio clamp with it.
+int newTokensThatFit(const TextConfig& config, int64_t promptTokens, int wanted);
+
 class Session {
 public:
     explicit Session(std::shared_ptr<const LlavaModel> model);

@@ -1,0 +1,60 @@
+#include "steer/PlanOptions.h"
+
+#include "Error.h"
+#include "generate/Prompt.h"
+#include "models/llava/LlavaModel.h"
+
+#include <ATen/ops/ones.h>
+
+namespace kvsteer {
+
+SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors, const SteeringFileInfo& file,
+                      const at::Tensor& strength, const VisualSpan& span, int numLayers) {
+    SteeringPlan p;
+    p.op = parseOperator(!options.op.empty() ? options.op : !file.operatorName.empty() ? file.operatorName : "add");
+    // Without vectors the plan carries none: an operator that needs them then edits nothing, and
+    // it is the caller's to say so (the CLI refuses, the studio shows both streams unsteered).
+    if (vectors) p.vectors = *vectors;
+
+    if (strength.defined()) {
+        if (strength.dim() != 2 || strength.size(0) != span.gridHeight || strength.size(1) != span.gridWidth)
+            throw Error("the painted map is " + std::to_string(strength.dim() == 2 ? strength.size(0) : 0) + "x" +
+                        std::to_string(strength.dim() == 2 ? strength.size(1) : 0) + " but the model's patch grid is " +
+                        std::to_string(span.gridHeight) + "x" + std::to_string(span.gridWidth));
+        p.strength = strength;
+    } else if (vectors && vectors->mask.defined()) {
+        p.strength = vectors->mask;   // the region the vectors were made for
+    } else {
+        p.strength = at::ones({span.gridHeight, span.gridWidth});
+    }
+
+    p.layers = options.layers ? *options.layers : file.layers;
+    if (!options.heads.empty()) {
+        for (int l = 0; l < numLayers; ++l) p.headMask[l] = options.heads;
+    } else {
+        for (size_t l = 0; l < file.headMask.size(); ++l) p.headMask[static_cast<int>(l)] = file.headMask[l];
+    }
+    p.ck = !options.ck.empty() ? options.ck : !file.ck.empty() ? file.ck : std::vector<double>{1.0};
+    p.cv = !options.cv.empty() ? options.cv : !file.cv.empty() ? file.cv : std::vector<double>{1.0};
+    p.mode = options.propagate ? PlanMode::Propagate : PlanMode::EditOnly;
+    if (options.ablateTo != "mean" && options.ablateTo != "zero")
+        throw Error("ablate target '" + options.ablateTo + "' is not valid (expected mean or zero)");
+    p.ablateTarget = options.ablateTo == "zero" ? AblateTarget::Zero : AblateTarget::Mean;
+    return p;
+}
+
+SteeringFileInfo newVectorsFileInfo(const LlavaModel& model, const std::string& recipe, const std::string& recipeInputsJson,
+                                    KeySpace keySpace) {
+    SteeringFileInfo info;
+    info.modelName = model.config().name;
+    info.configHash = model.config().configHash;
+    // Pre-RoPE directions only mean the same at every position through the prerope operator.
+    info.operatorName = keySpace == KeySpace::PreRope ? "prerope" : "add";
+    info.recipe = recipe;
+    info.recipeInputsJson = recipeInputsJson;
+    info.promptTemplate = applyChatTemplate("{question}", recipe != "text-pairs");
+    info.version = KVSTEER_VERSION;
+    return info;
+}
+
+} // namespace kvsteer

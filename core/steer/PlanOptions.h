@@ -1,0 +1,41 @@
+#pragma once
+// PlanOptions: a steering plan as a person chooses it — the CLI's `steer`/`sweep` options or the
+// studio's steering panel — and the one function that turns that choice into a SteeringPlan.
+// Whatever is left unset falls back to what the vector file suggests, then to the defaults, so
+// the CLI and the studio build the same plan from the same choices.
+#include "cache/VisualSpan.h"
+#include "steer/SteeringPlan.h"
+#include "steer/SteeringVectors.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+class LlavaModel;
+
+struct PlanOptions {
+    std::string op;                 // add | norm | prerope | scale | spotlight | ablate; "" = the file's, else add
+    std::vector<double> ck, cv;     // one value or one per layer; empty = the file's suggestion, else 1
+    std::optional<std::vector<int>> layers;   // unset = the file's suggestion (empty there = all layers)
+    std::vector<int> heads;         // KV heads edited on every chosen layer; empty = the file's mask (all)
+    bool propagate = false;         // recompute the text after the image against the edited cache
+    std::string ablateTo = "mean";  // what ablate writes: mean | zero
+};
+
+// The plan for `options` over the painted `strength` [grid_h, grid_w] (undefined: the file's mask,
+// else every cell at 1). `vectors` may be null only for an operator that needs none. Throws
+// kvsteer::Error for an unknown operator, a missing vector file or a map of the wrong grid.
+SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors, const SteeringFileInfo& file,
+                      const at::Tensor& strength, const VisualSpan& span, int numLayers);
+
+// The file info for vectors made by this program (a recipe run by `extract` or the studio):
+// the model's name and config hash, the operator for the key space, the recipe and its inputs,
+// the prompt template, the version. Suggestions (ck, cv, layers) are the caller's to add.
+SteeringFileInfo newVectorsFileInfo(const LlavaModel& model, const std::string& recipe, const std::string& recipeInputsJson,
+                                    KeySpace keySpace);
+
+} // namespace kvsteer
