@@ -49,10 +49,10 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     const int64_t capacity = std::min<int64_t>(n + 1 + std::max<int64_t>(reserveTokens, 1), c.text.maxPositionEmbeddings);
     snapshot_ = KVCache(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, capacity,
                         at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));
-    ForwardHooks hooks;
-    hooks.stopRequested = stopRequested;
+    ForwardPass pass;
+    pass.stopRequested = stopRequested;
     try {
-        model_->llama().forward(embeds, snapshot_, &hooks);
+        model_->llama().forward(embeds, snapshot_, &pass);
     } catch (const ForwardStopped&) {
         snapshot_ = KVCache();   // partly written
         return false;
@@ -64,16 +64,16 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     return true;
 }
 
-at::Tensor Session::forwardIds(KVCache& cache, const at::Tensor& ids, ForwardHooks* hooks) const {
+at::Tensor Session::forwardIds(KVCache& cache, const at::Tensor& ids, ForwardPass* pass) const {
     c10::NoGradGuard noGrad;
     const Llama& llama = model_->llama();
     at::Tensor embeds = llama.embed(ids);
     if (embeds.size(0) != cache.batch()) embeds = embeds.expand({cache.batch(), embeds.size(1), embeds.size(2)});
-    at::Tensor hidden = llama.forward(embeds, cache, hooks);
+    at::Tensor hidden = llama.forward(embeds, cache, pass);
     return llama.logits(hidden.select(1, hidden.size(1) - 1));
 }
 
-at::Tensor Session::feed(KVCache& cache, const std::vector<int64_t>& ids, ForwardHooks* hooks) const {
+at::Tensor Session::feed(KVCache& cache, const std::vector<int64_t>& ids, ForwardPass* pass) const {
     if (cache.batch() != 1) throw Error("Session::feed: resumes a single-row cache");
     const std::vector<int64_t>& held = cache.tokens();
     std::vector<int64_t> fresh = ids;
@@ -86,7 +86,7 @@ at::Tensor Session::feed(KVCache& cache, const std::vector<int64_t>& ids, Forwar
             if (id == model_->config().imageTokenIndex)
                 throw Error("Session::feed: image tokens can only enter through prefill (the image is encoded once)");
     at::Tensor idTensor = at::tensor(fresh, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
-    at::Tensor logits = forwardIds(cache, idTensor, hooks);
+    at::Tensor logits = forwardIds(cache, idTensor, pass);
     cache.appendTokens(fresh);
     return logits.squeeze(0);
 }
@@ -95,17 +95,17 @@ Generation Session::decode(KVCache cache, int64_t seedToken, const GenerationOpt
                            const std::atomic<bool>* cancel) const {
     TokenStream stream(options.sampling, model_->tokenizer(), model_->config().text.eosTokenIds, options.stopAtEos, seedToken);
     const auto t0 = std::chrono::steady_clock::now();
-    ForwardHooks hooks;
-    hooks.attentionBias = options.attentionBias;
-    hooks.captureAttention = options.captureAttention;
+    ForwardPass pass;
+    pass.attentionBias = options.attentionBias;
+    pass.captureAttention = options.captureAttention;
     for (int step = 0; step < options.maxNewTokens && !stream.done(); ++step) {
         if (cancel && cancel->load()) {
             stream.cancel();
             break;
         }
-        const at::Tensor logits = feed(cache, {stream.next()}, &hooks);
+        const at::Tensor logits = feed(cache, {stream.next()}, &pass);
         TokenEvent ev = stream.step(step, logits);
-        if (options.captureAttention) ev.attention = &hooks.attention;
+        if (options.captureAttention) ev.attention = &pass.attention;
         if (onToken) onToken(ev);
     }
     Generation g = stream.finish();

@@ -27,7 +27,7 @@ struct GenerationOptions {
     int maxNewTokens = 64;
     SamplingParams sampling;
     bool stopAtEos = true;
-    std::vector<at::Tensor> attentionBias;   // per layer, see ForwardHooks (spotlight steering)
+    std::vector<at::Tensor> attentionBias;   // per layer, see ForwardPass (spotlight steering)
     bool captureAttention = false;           // fill TokenEvent::attention at every step
 };
 
@@ -58,12 +58,12 @@ public:
 
     // Runs the decoder over `ids` ([B, T] int64) appended to `cache`; returns the logits of the
     // last position, [B, V] float32.
-    at::Tensor forwardIds(KVCache& cache, const at::Tensor& ids, ForwardHooks* hooks = nullptr) const;
+    at::Tensor forwardIds(KVCache& cache, const at::Tensor& ids, ForwardPass* pass = nullptr) const;
 
     // Resumes a single-row cache with token ids. `ids` may be only the new tokens, or the whole
     // sequence starting with the tokens the cache already holds (that prefix is then skipped).
     // Returns the logits of the last id, [V].
-    at::Tensor feed(KVCache& cache, const std::vector<int64_t>& ids, ForwardHooks* hooks = nullptr) const;
+    at::Tensor feed(KVCache& cache, const std::vector<int64_t>& ids, ForwardPass* pass = nullptr) const;
 
     // Generates from `cache`, seeded with `seedToken` (not yet in the cache). Stops at EOS, at
     // the token budget, or when `cancel` becomes true (checked between steps).

@@ -28,12 +28,12 @@ GenerationPair decodeSideBySide(const Session& session, const SteeredCache& stee
     batch.reserve(batch.size() + options.maxNewTokens + 1);
 
     // Row 0 gets no bias, row 1 the plan's spotlight bias (if any).
-    ForwardHooks hooks;
-    hooks.captureAttention = options.captureAttention;
-    hooks.attentionBias.resize(steered.attentionBias.size());
+    ForwardPass pass;
+    pass.captureAttention = options.captureAttention;
+    pass.attentionBias.resize(steered.attentionBias.size());
     for (size_t l = 0; l < steered.attentionBias.size(); ++l)
         if (steered.attentionBias[l].defined())
-            hooks.attentionBias[l] = at::cat({at::zeros_like(steered.attentionBias[l]), steered.attentionBias[l]}, 0);
+            pass.attentionBias[l] = at::cat({at::zeros_like(steered.attentionBias[l]), steered.attentionBias[l]}, 0);
 
     TokenStream a(options.sampling, tok, eos, options.stopAtEos, session.lastPromptToken());
     TokenStream b(options.sampling, tok, eos, options.stopAtEos, session.lastPromptToken());
@@ -47,13 +47,13 @@ GenerationPair decodeSideBySide(const Session& session, const SteeredCache& stee
         }
         // A finished row keeps being fed its last token; its outputs are ignored.
         at::Tensor ids = at::tensor(std::vector<int64_t>{a.next(), b.next()}, at::TensorOptions().dtype(at::kLong)).view({2, 1});
-        at::Tensor logits = session.forwardIds(batch, ids, &hooks);
+        at::Tensor logits = session.forwardIds(batch, ids, &pass);
         at::Tensor la = logits.select(0, 0), lb = logits.select(0, 1);
         PairEvent ev;
         ev.step = step;
         ev.unsteered = a.step(step, la);
         ev.steered = b.step(step, lb);
-        if (options.captureAttention) ev.attention = &hooks.attention;
+        if (options.captureAttention) ev.attention = &pass.attention;
         if (onStep) onStep(ev);
     }
     result.decodeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

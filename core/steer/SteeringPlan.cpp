@@ -189,9 +189,9 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
         // Recompute the text after the image from the edited cache (spotlight bias included).
         const std::vector<int64_t> suffix(out.cache.tokens().begin() + span.end(), out.cache.tokens().end());
         out.cache.truncate(span.end());
-        ForwardHooks hooks;
-        hooks.attentionBias = out.attentionBias;
-        session.feed(out.cache, suffix, &hooks);
+        ForwardPass pass;
+        pass.attentionBias = out.attentionBias;
+        session.feed(out.cache, suffix, &pass);
         out.cache.visualSpan = span;
     }
     out.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

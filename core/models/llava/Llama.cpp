@@ -125,7 +125,7 @@ at::Tensor Llama::attention(const at::Tensor& q, const at::Tensor& k, const at::
     return out.view({b, h, t, hd}).transpose(1, 2).reshape({b, t, h * hd});
 }
 
-at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks* hooks) const {
+at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardPass* pass) const {
     const int64_t b = embeds.size(0), t = embeds.size(1);
     const int64_t h = config_.numHeads, hkv = config_.numKvHeads, hd = config_.headDim;
     const int64_t start = cache.size();
@@ -139,11 +139,11 @@ at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks
     at::Tensor mask;
     if (t > 1)   // query i (position start+i) sees keys 0..start+i
         mask = at::full({t, start + t}, -std::numeric_limits<double>::infinity(), embeds.options()).triu(start + 1);
-    if (hooks && hooks->captureAttention) hooks->attention.assign(layers_.size(), at::Tensor());
+    if (pass && pass->captureAttention) pass->attention.assign(layers_.size(), at::Tensor());
 
     at::Tensor x = embeds;
     for (size_t l = 0; l < layers_.size(); ++l) {
-        if (hooks && hooks->stopRequested && hooks->stopRequested()) throw ForwardStopped{};
+        if (pass && pass->stopRequested && pass->stopRequested()) throw ForwardStopped{};
         const Layer& L = layers_[l];
         at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm), L.qkvWeight);
         at::Tensor q = qkv.narrow(-1, 0, h * hd).view({b, t, h, hd}).transpose(1, 2);
@@ -154,8 +154,8 @@ at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks
         auto [keys, values] = cache.update(k, v, static_cast<int>(l));
 
         at::Tensor bias;
-        if (hooks && l < hooks->attentionBias.size()) bias = hooks->attentionBias[l];
-        at::Tensor* captured = hooks && hooks->captureAttention ? &hooks->attention[l] : nullptr;
+        if (pass && l < pass->attentionBias.size()) bias = pass->attentionBias[l];
+        at::Tensor* captured = pass && pass->captureAttention ? &pass->attention[l] : nullptr;
         x = x + applyLinear(attention(q, keys, values, mask, bias, captured), L.oWeight);
 
         at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm), L.gateUpWeight);

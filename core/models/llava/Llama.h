@@ -14,8 +14,10 @@ namespace kvsteer {
 
 class KVCache;
 
-// Optional extras for one forward pass (used by steering and the heatmaps).
-struct ForwardHooks {
+// What one forward pass takes besides the embeddings and gives back besides the hidden states:
+// an attention-logit bias in (spotlight steering), the last token's attention weights out (the
+// heatmaps), and a stop check (a long prefill can be cancelled between layers).
+struct ForwardPass {
     // Per layer (empty vector or undefined tensor = none): an additive bias on the attention
     // logits over key positions 0..S'-1, shape [B or 1, H or 1, S']. Keys past S' get no bias.
     std::vector<at::Tensor> attentionBias;
@@ -28,7 +30,7 @@ struct ForwardHooks {
     std::function<bool()> stopRequested;
 };
 
-// Thrown by Llama::forward when ForwardHooks::stopRequested says so. Not an error.
+// Thrown by Llama::forward when ForwardPass::stopRequested says so. Not an error.
 struct ForwardStopped {};
 
 class Llama {
@@ -41,7 +43,7 @@ public:
 
     // Runs the blocks over `embeds` [B, T, D] at positions cache.size() .. cache.size()+T-1,
     // appending their K/V to `cache`. Returns the final-normed hidden states [B, T, D].
-    at::Tensor forward(const at::Tensor& embeds, KVCache& cache, ForwardHooks* hooks = nullptr) const;
+    at::Tensor forward(const at::Tensor& embeds, KVCache& cache, ForwardPass* pass = nullptr) const;
 
     at::Tensor logits(const at::Tensor& hidden) const;   // [.., D] -> [.., V], float32
 
