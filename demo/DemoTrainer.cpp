@@ -363,7 +363,10 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
 
 double trainingForwardParity(const std::string& modelDir, int scenes, uint64_t seed) {
     c10::NoGradGuard noGrad;
-    auto model = LlavaModel::load(modelDir, LoadOptions{"cpu", "f32", currentThreads()});
+    LoadOptions exact;
+    exact.dtype = "f32";
+    exact.threads = currentThreads();
+    auto model = LlavaModel::load(modelDir, exact);
     const ModelConfig& config = model->config();
     const Tokenizer& tok = model->tokenizer();
 

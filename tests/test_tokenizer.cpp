@@ -3,6 +3,7 @@
 // SentencePiece's own command-line tools (spm_encode / spm_decode / spm_train, installed by the
 // project's install script: a missing tool is a failure, not a skip).
 #include "Error.h"
+#include "text/StreamingDetokenizer.h"
 #include "text/Tokenizer.h"
 
 #include <nlohmann/json.hpp>

@@ -4,6 +4,7 @@
 // row has produced so far. A single answer (Session) and the side-by-side pair (one stream per
 // batch row) both decode through it, so the two can never disagree on what a step means.
 #include "generate/Sampler.h"
+#include "text/StreamingDetokenizer.h"
 #include "text/Tokenizer.h"
 
 #include <ATen/core/Tensor.h>

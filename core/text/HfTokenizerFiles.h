@@ -1,0 +1,46 @@
+#pragma once
+// The Hugging Face side of a tokenizer directory: tokenizer_config.json (special-token names,
+// added_tokens_decoder, add_bos_token, add_eos_token, legacy, add_prefix_space) and
+// added_tokens.json, read into plain structs. Kept apart from the tables they feed so that
+// every rule about what these files may contain, and the error that names the file and key
+// when they do not, sits in one place. special_tokens_map.json is not read.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvsteer::detail {
+
+struct AddedToken {
+    std::string content;
+    int64_t id = -1;
+    bool lstrip = false, rstrip = false, singleWord = false, special = false;
+};
+
+// A special-token slot of tokenizer_config.json: absent (use the LlamaTokenizer default),
+// null (no such token) or a string/AddedToken dict.
+struct TokenSlot {
+    bool present = false;
+    std::optional<std::string> content;
+};
+
+struct HfConfig {
+    std::vector<AddedToken> decoderTokens;   // tokenizer_config.json added_tokens_decoder
+    bool hasDecoder = false;
+    std::vector<AddedToken> jsonTokens;      // added_tokens.json
+    std::map<std::string, TokenSlot> slots;  // bos_token, eos_token, ...
+    std::vector<std::string> additionalSpecial;
+    bool addBos = true, addEos = false, legacy = true, addPrefixSpace = true;
+};
+
+// The whole file as bytes; throws kvsteer::Error("<what> at <path>: ...") when it cannot be
+// read. tokenizer.model is read through it too.
+std::string readWholeFile(const std::filesystem::path& path, const std::string& what);
+
+// Each fills its part of `cfg`; throws kvsteer::Error naming the file and the key.
+void readTokenizerConfig(const std::filesystem::path& path, HfConfig& cfg);
+void readAddedTokensJson(const std::filesystem::path& path, HfConfig& cfg);
+
+} // namespace kvsteer::detail

@@ -1,0 +1,296 @@
+// Tokenizer::Impl, the Hugging Face slow LlamaTokenizer layer — see TokenizerImpl.h.
+//
+// Transcribed from transformers 4.45: tokenization_utils.py (added-token registration,
+// tokenize, _decode) and tokenization_llama.py (tokenize/_tokenize, convert_tokens_to_string).
+#include "text/TokenizerImpl.h"
+
+#include "Error.h"
+#include "text/Utf8.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+
+namespace kvsteer {
+
+using detail::HfConfig;
+using detail::kSpaceSymbol;
+using detail::oneCharLen;
+using detail::pythonLstrip;
+using detail::pythonRstrip;
+using detail::replaceAll;
+using detail::startsWith;
+
+// Registers an added token by id (the first definition of an id wins). HF's
+// added_tokens_encoder is built in ascending id order, so for a content listed twice the
+// highest id is the one text maps to.
+void Tokenizer::Impl::addToken(const AddedToken& t) {
+    if (!addedById.emplace(t.id, t).second) return;
+    const auto [it, inserted] = addedByContent.emplace(t.content, t.id);
+    if (!inserted && it->second < t.id) it->second = t.id;
+    vocabSize = std::max(vocabSize, t.id + 1);
+}
+
+// HF registers every configured special token as an added token: it keeps the id it
+// already has (added token or piece), or is appended at the end of the vocabulary.
+int64_t Tokenizer::Impl::resolveSpecial(const std::string& content) {
+    int64_t id = lookup(content);
+    if (id < 0) {
+        AddedToken t;
+        t.content = content;
+        t.id = vocabSize;
+        t.special = true;
+        addToken(t);
+        id = t.id;
+    } else if (!addedByContent.count(content)) {
+        AddedToken t;  // a piece of the model used as a special token: split on it too
+        t.content = content;
+        t.id = id;
+        t.special = true;
+        addedByContent.emplace(content, id);
+        addedById.emplace(id, t);
+    }
+    hfSpecial.insert(id);
+    return id;
+}
+
+void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
+    vocabSize = static_cast<int64_t>(pieces.size());
+    addBos = cfg.addBos;
+    addEos = cfg.addEos;
+    legacy = cfg.legacy;
+    addPrefixSpace = cfg.addPrefixSpace;
+
+    // HF reads added_tokens.json only when tokenizer_config.json has no added_tokens_decoder.
+    for (const AddedToken& t : cfg.decoderTokens) addToken(t);
+    if (!cfg.hasDecoder) {
+        for (AddedToken t : cfg.jsonTokens) {
+            t.special = std::find(cfg.additionalSpecial.begin(), cfg.additionalSpecial.end(), t.content) != cfg.additionalSpecial.end();
+            addToken(t);
+        }
+    }
+    for (const auto& [id, t] : addedById)
+        if (t.special) hfSpecial.insert(id);
+
+    // LlamaTokenizer defaults, overridden by tokenizer_config.json (null = no such token).
+    const std::map<std::string, std::optional<std::string>> defaults = {
+        {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}};
+    const auto slotContent = [&](const std::string& slot) -> std::optional<std::string> {
+        if (auto it = cfg.slots.find(slot); it != cfg.slots.end()) return it->second.content;
+        if (auto it = defaults.find(slot); it != defaults.end()) return it->second;
+        return std::nullopt;
+    };
+    std::map<std::string, int64_t> slotIds;
+    for (const char* slot : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"})
+        if (auto c = slotContent(slot)) slotIds[slot] = resolveSpecial(*c);
+    for (const std::string& c : cfg.additionalSpecial) {
+        const int64_t id = resolveSpecial(c);
+        if (id >= static_cast<int64_t>(pieces.size())) splitOff.insert(id);
+    }
+    for (const auto& [id, t] : addedById)
+        if (!hfSpecial.count(id)) splitOff.insert(id);
+
+    const auto slotId = [&](const char* slot) { auto it = slotIds.find(slot); return it == slotIds.end() ? int64_t{-1} : it->second; };
+    bos = slotId("bos_token");
+    eos = slotId("eos_token");
+    unk = slotId("unk_token");
+    if (unk < 0) unk = spUnkId;
+    if (auto c = slotContent("unk_token")) unkTokenText = *c;
+    pad = slotId("pad_token");
+    if (pad < 0) pad = lookup("<pad>");
+    image = lookup("<image>");
+
+    for (const auto& [id, t] : addedById) addedByFirstByte[static_cast<unsigned char>(t.content[0])].push_back(&t);
+    for (auto& bucket : addedByFirstByte)
+        std::stable_sort(bucket.begin(), bucket.end(), [](const AddedToken* a, const AddedToken* b) { return a->content.size() > b->content.size(); });
+}
+
+// ---------------------------------------------------------------------------------------
+// Lookups
+// ---------------------------------------------------------------------------------------
+
+// HF convert_tokens_to_ids without the <unk> fallback: added tokens first.
+int64_t Tokenizer::Impl::lookup(const std::string& piece) const {
+    if (auto it = addedByContent.find(piece); it != addedByContent.end()) return it->second;
+    if (auto it = reserved.find(piece); it != reserved.end()) return it->second;
+    if (auto it = mergeable.find(piece); it != mergeable.end()) return it->second;
+    return -1;
+}
+
+bool Tokenizer::Impl::validId(int64_t id) const {
+    return id >= 0 && (id < static_cast<int64_t>(pieces.size()) || addedById.count(id));
+}
+
+void Tokenizer::Impl::checkId(int64_t id) const {
+    if (!validId(id))
+        throw Error("token id " + std::to_string(id) + " is out of range for the tokenizer at " + modelPath + " (" +
+                    std::to_string(pieces.size()) + " pieces, " + std::to_string(vocabSize) + " ids with added tokens)");
+}
+
+const std::string& Tokenizer::Impl::tokenText(int64_t id) const {
+    if (auto it = addedById.find(id); it != addedById.end()) return it->second.content;
+    return pieces[static_cast<size_t>(id)].text;
+}
+
+// ---------------------------------------------------------------------------------------
+// Encode
+// ---------------------------------------------------------------------------------------
+
+// tokens_trie.split: cut the text around added tokens, leftmost match first and the
+// longest one at a position. No empty parts.
+std::vector<std::string> Tokenizer::Impl::splitOnAddedTokens(const std::string& text) const {
+    std::vector<std::string> parts;
+    size_t plainStart = 0, pos = 0;
+    while (pos < text.size()) {
+        const AddedToken* match = nullptr;
+        for (const AddedToken* t : addedByFirstByte[static_cast<unsigned char>(text[pos])])
+            if (text.compare(pos, t->content.size(), t->content) == 0) { match = t; break; }
+        if (!match) {
+            pos += std::min(text.size() - pos, oneCharLen(static_cast<unsigned char>(text[pos])));
+            continue;
+        }
+        if (pos > plainStart) parts.push_back(text.substr(plainStart, pos - plainStart));
+        parts.push_back(match->content);
+        pos += match->content.size();
+        plainStart = pos;
+    }
+    if (plainStart < text.size()) parts.push_back(text.substr(plainStart));
+    return parts;
+}
+
+// The lstrip/rstrip/single_word handling of PreTrainedTokenizer.tokenize, applied in place
+// to neighbouring parts exactly as HF does (in order, on the already-modified list).
+void Tokenizer::Impl::applyAddedTokenStripping(std::vector<std::string>& parts) const {
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const auto it = addedByContent.find(parts[i]);
+        if (it == addedByContent.end()) continue;
+        const AddedToken& tok = addedById.at(it->second);
+        std::string* left = i > 0 ? &parts[i - 1] : nullptr;
+        std::string* right = i + 1 < parts.size() ? &parts[i + 1] : nullptr;
+        if (tok.rstrip && right && !right->empty()) *right = pythonLstrip(*right);
+        if (tok.lstrip && left && !left->empty()) *left = pythonRstrip(*left);
+        if (tok.singleWord && left && !left->empty() && left->back() != ' ') {
+            *left += parts[i];
+            parts[i].clear();
+        } else if (tok.singleWord && right && !right->empty() && right->front() != ' ') {
+            parts[i] += *right;
+            right->clear();
+        }
+    }
+}
+
+// legacy=true: every non-special part is encoded by SentencePiece on its own.
+std::vector<int64_t> Tokenizer::Impl::tokenizeLegacy(const std::string& text) const {
+    std::vector<std::string> parts = splitOnAddedTokens(text);
+    applyAddedTokenStripping(parts);
+    std::vector<int64_t> ids;
+    for (const std::string& part : parts) {
+        if (part.empty()) continue;
+        if (auto it = addedByContent.find(part); it != addedByContent.end()) {
+            ids.push_back(it->second);
+            continue;
+        }
+        const auto chunk = spEncode(part, addDummyPrefix);
+        ids.insert(ids.end(), chunk.begin(), chunk.end());
+    }
+    return ids;
+}
+
+// legacy=false (LlamaTokenizer.tokenize/_tokenize): the model runs without the dummy
+// prefix; one "▁" is put in front of the whole text instead, and a part starting with a
+// space is encoded behind the unk token text (then those pieces are dropped) so that
+// SentencePiece does not eat its leading "▁".
+std::vector<int64_t> Tokenizer::Impl::tokenizeNonLegacy(const std::string& input) const {
+    if (input.empty()) return {};
+    std::string text = replaceAll(input, kSpaceSymbol, " ");
+    if (addPrefixSpace) text.insert(0, kSpaceSymbol);
+    std::vector<std::string> parts = splitOnAddedTokens(text);
+    applyAddedTokenStripping(parts);
+
+    const size_t unkLength = spEncode(unkTokenText, false).size();
+    std::vector<int64_t> ids;
+    std::vector<bool> fromAdded;
+    for (const std::string& part : parts) {
+        if (part.empty()) continue;
+        if (auto it = addedByContent.find(part); it != addedByContent.end()) {
+            ids.push_back(it->second);
+            fromAdded.push_back(true);
+            continue;
+        }
+        std::vector<int64_t> chunk;
+        if (startsWith(part, kSpaceSymbol) || startsWith(part, " ")) {
+            chunk = spEncode(unkTokenText + part, false);
+            if (chunk.size() >= unkLength) chunk.erase(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(unkLength));
+        } else {
+            chunk = spEncode(part, false);
+        }
+        ids.insert(ids.end(), chunk.begin(), chunk.end());
+        fromAdded.insert(fromAdded.end(), chunk.size(), false);
+    }
+    // A lone "▁" in front of a special token is dropped.
+    if (ids.size() > 1 && !fromAdded[0] && ids[0] < static_cast<int64_t>(pieces.size()) &&
+        pieces[static_cast<size_t>(ids[0])].text == kSpaceSymbol && fromAdded[1] && hfSpecial.count(ids[1]))
+        ids.erase(ids.begin());
+    return ids;
+}
+
+// ---------------------------------------------------------------------------------------
+// Decode
+// ---------------------------------------------------------------------------------------
+
+// LlamaTokenizer.convert_tokens_to_string.
+std::string Tokenizer::Impl::convertTokensToString(const std::vector<int64_t>& ids) const {
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (int64_t id : ids) tokens.push_back(tokenText(id));
+    // The prefix space HF (or the dummy prefix) put in front is removed from the first token.
+    if (addPrefixSpace && startsWith(tokens[0], kSpaceSymbol)) tokens[0].erase(0, kSpaceSymbol.size());
+
+    std::string out;
+    std::vector<std::string> sub;
+    bool prevIsSpecial = false;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (hfSpecial.count(ids[i])) {
+            if (!prevIsSpecial && i != 0 && legacy) out += ' ';
+            out += spDecode(sub, hfDummyPrefix()) + tokens[i];
+            prevIsSpecial = true;
+            sub.clear();
+        } else {
+            if (prevIsSpecial && i == 1 && addPrefixSpace && !startsWith(tokens[i], kSpaceSymbol)) out += ' ';
+            sub.push_back(tokens[i]);
+            prevIsSpecial = false;
+        }
+    }
+    return out + spDecode(sub, hfDummyPrefix());
+}
+
+// PreTrainedTokenizer._decode with spaces_between_special_tokens=True (HF's default; the
+// value stored in tokenizer_config.json is not consulted by decode()).
+std::string Tokenizer::Impl::hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+    std::vector<std::string> subTexts;
+    std::vector<int64_t> current;
+    for (int64_t id : ids) {
+        checkId(id);
+        if (skipSpecial && hfSpecial.count(id)) continue;
+        if (!splitOff.count(id)) {
+            current.push_back(id);
+            continue;
+        }
+        if (!current.empty()) {
+            std::string s = convertTokensToString(current);
+            if (!s.empty()) subTexts.push_back(std::move(s));
+            current.clear();
+        }
+        subTexts.push_back(tokenText(id));
+    }
+    if (!current.empty()) subTexts.push_back(convertTokensToString(current));
+
+    std::string out;
+    for (size_t i = 0; i < subTexts.size(); ++i) {
+        if (i > 0) out += ' ';
+        out += subTexts[i];
+    }
+    return out;
+}
+
+} // namespace kvsteer
