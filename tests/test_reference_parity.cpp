@@ -106,6 +106,9 @@ private slots:
         gen.stopAtEos = false;
         const Generation ga = a.generate(gen), gb = b.generate(gen);
         QCOMPARE(ga.ids, gb.ids);
+        // float16 weights keep HF's float32 answer on these cases; bfloat16's 8-bit mantissa moves
+        // the tiny model's logits enough to change it (the weights' rounding, not the kernels':
+        // the widened bfloat16 model answers the same as the kept one, checked above).
         if (dtype == "f16") QCOMPARE(ga.ids, toIds(SafeTensorsFile(referenceTensorsPath(caseName.toStdString())).tensor("greedy_ids")));
     }
 
