@@ -1,6 +1,6 @@
 // kvsteer-studio: the Qt 6 desktop studio. Options let a script set up the view (see
 // scripts/screenshot-studio.sh); with none, the studio opens the bundled demo model.
-#include "MainWindow.h"
+#include "studio/MainWindow.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

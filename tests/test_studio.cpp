@@ -20,15 +20,15 @@
 #include <cmath>
 #include <filesystem>
 
-#include "HeatmapPanel.h"
-#include "MainWindow.h"
-#include "PatchCanvas.h"
-#include "PromptPanel.h"
-#include "SessionFile.h"
-#include "SteeringPanel.h"
-#include "StreamView.h"
-#include "TokenFlow.h"
-#include "Worker.h"
+#include "widgets/HeatmapPanel.h"
+#include "studio/MainWindow.h"
+#include "widgets/PatchCanvas.h"
+#include "widgets/PromptPanel.h"
+#include "studio/SessionFile.h"
+#include "widgets/SteeringPanel.h"
+#include "widgets/StreamView.h"
+#include "widgets/TokenFlow.h"
+#include "worker/Worker.h"
 
 #include <qcustomplot.h>
 
@@ -503,7 +503,7 @@ private Q_SLOTS:
         w_->canvas()->setBrushSize(1);
         stroke(w_->canvas(), {{0, 0}});
         QVERIFY(autosaved.wait(5000));
-        StudioSession s;
+        SessionDocument s;
         QString error;
         QVERIFY2(SessionFile::load(w_->recoveryPath(), &s, &error), qPrintable(error));
         QCOMPARE(s.strength, w_->canvas()->strength());

@@ -1,7 +1,7 @@
 #pragma once
 // PromptPanel: the question, the decoding settings (max tokens, greedy by default, or sampling
 // with temperature / top-p / seed), the live toggle, and Run / Stop.
-#include "StudioTypes.h"
+#include "types/StudioTypes.h"
 
 #include <QWidget>
 

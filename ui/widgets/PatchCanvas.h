@@ -6,7 +6,7 @@
 // SteeringPlan::strength for visual token r * cols + c. Brush (with tablet pressure), eraser and
 // rectangle tools, fill / clear / invert; every edit is one QUndoCommand on the shared stack.
 // Right-dragging erases with any tool. Images can be dropped on the canvas.
-#include "StrengthGrid.h"
+#include "types/StrengthGrid.h"
 
 #include <QImage>
 #include <QPointer>

@@ -4,14 +4,14 @@
 // vectors (the core's safetensors file, embedded), the two answers with their top-5s, and the
 // heatmap view. JSON, binary parts base64-encoded; written atomically with QSaveFile. The same
 // format is the crash-recovery file.
-#include "StudioTypes.h"
+#include "types/StudioTypes.h"
 
 #include <QByteArray>
 #include <QString>
 
 namespace kvsteer::ui {
 
-struct StudioSession {
+struct SessionDocument {
     QString modelDirectory;
     QString modelName;
     QString modelConfigHash;
@@ -49,13 +49,13 @@ public:
     static constexpr int kVersion = 1;
     static QString suffix() { return QStringLiteral("kvsession"); }
 
-    static QByteArray toJson(const StudioSession& s);
+    static QByteArray toJson(const SessionDocument& s);
     // Throws nothing; returns false with a readable message in *error.
-    static bool fromJson(const QByteArray& json, StudioSession* out, QString* error);
+    static bool fromJson(const QByteArray& json, SessionDocument* out, QString* error);
 
     // Atomic (QSaveFile): the old file stays intact if anything fails.
-    static bool save(const QString& path, const StudioSession& s, QString* error);
-    static bool load(const QString& path, StudioSession* out, QString* error);
+    static bool save(const QString& path, const SessionDocument& s, QString* error);
+    static bool load(const QString& path, SessionDocument* out, QString* error);
 };
 
 } // namespace kvsteer::ui

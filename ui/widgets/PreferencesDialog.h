@@ -1,7 +1,7 @@
 #pragma once
 // PreferencesDialog: how models are loaded — device, dtype, threads. Takes effect on the next
 // model load (the dialog offers to reload the current model).
-#include "StudioTypes.h"
+#include "types/StudioTypes.h"
 
 #include <QDialog>
 

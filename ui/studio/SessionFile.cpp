@@ -64,7 +64,7 @@ QVector<StreamToken> tokensFromJson(const QJsonArray& a) {
 
 } // namespace
 
-QByteArray SessionFile::toJson(const StudioSession& s) {
+QByteArray SessionFile::toJson(const SessionDocument& s) {
     QJsonObject root;
     root[QStringLiteral("format")] = QStringLiteral("kvsteer-session");
     root[QStringLiteral("version")] = kVersion;
@@ -121,7 +121,7 @@ QByteArray SessionFile::toJson(const StudioSession& s) {
     return QJsonDocument(root).toJson(QJsonDocument::Indented);
 }
 
-bool SessionFile::fromJson(const QByteArray& json, StudioSession* out, QString* error) {
+bool SessionFile::fromJson(const QByteArray& json, SessionDocument* out, QString* error) {
     QJsonParseError pe;
     const QJsonDocument doc = QJsonDocument::fromJson(json, &pe);
     if (doc.isNull() || !doc.isObject()) {
@@ -138,7 +138,7 @@ bool SessionFile::fromJson(const QByteArray& json, StudioSession* out, QString* 
         *error = QObject::tr("it was written by a newer kvsteer (session version %1; this studio reads up to %2)").arg(version).arg(kVersion);
         return false;
     }
-    StudioSession s;
+    SessionDocument s;
     const QJsonObject model = root.value(QStringLiteral("model")).toObject();
     s.modelDirectory = model.value(QStringLiteral("directory")).toString();
     s.modelName = model.value(QStringLiteral("name")).toString();
@@ -210,7 +210,7 @@ bool SessionFile::fromJson(const QByteArray& json, StudioSession* out, QString* 
     return true;
 }
 
-bool SessionFile::save(const QString& path, const StudioSession& s, QString* error) {
+bool SessionFile::save(const QString& path, const SessionDocument& s, QString* error) {
     QSaveFile f(path);
     if (!f.open(QIODevice::WriteOnly)) {
         *error = QObject::tr("cannot write %1: %2").arg(path, f.errorString());
@@ -225,7 +225,7 @@ bool SessionFile::save(const QString& path, const StudioSession& s, QString* err
     return true;
 }
 
-bool SessionFile::load(const QString& path, StudioSession* out, QString* error) {
+bool SessionFile::load(const QString& path, SessionDocument* out, QString* error) {
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) {
         *error = QObject::tr("cannot open %1: %2").arg(path, f.errorString());

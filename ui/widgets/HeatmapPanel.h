@@ -4,7 +4,7 @@
 // colour scale. Head selector (mean over KV heads or one head), stream selector (steered or
 // unsteered), hover read-out (layer / row / col / value), click a cell to point at that patch
 // on the image, save as PNG. Attention maps refresh at every decoding step.
-#include "StudioTypes.h"
+#include "types/StudioTypes.h"
 
 #include <QPointer>
 #include <QWidget>

@@ -2,7 +2,7 @@
 // TokenFlow: one generated answer as a flow of tokens, wrapped to the width. Tokens marked as
 // different from the other stream get a coloured background; hovering a token shows the five
 // most likely tokens of the distribution it was chosen from.
-#include "StudioTypes.h"
+#include "types/StudioTypes.h"
 
 #include <QColor>
 #include <QWidget>

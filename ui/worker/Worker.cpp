@@ -9,6 +9,7 @@
 #include "generate/Session.h"
 #include "steer/SideBySide.h"
 #include "steer/Mask.h"
+#include "steer/PlanOptions.h"
 #include "steer/Recipes.h"
 #include "steer/SteeringPlan.h"
 #include "steer/SteeringVectors.h"
@@ -262,7 +263,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
             info.originalHeight = d->image.height;
             Q_EMIT imageReady(info);
         } catch (...) {
-            Q_EMIT imageFailed(d->imageName, describeFailure(tr("preparing the image"), std::current_exception()));
+            Q_EMIT imageFailed(d->imageId, d->imageName, describeFailure(tr("preparing the image"), std::current_exception()));
         }
     }
     if (!d->pendingBlob.isEmpty()) {
@@ -293,7 +294,7 @@ void Worker::setImage(quint64 id, const QByteArray& bytes, const QString& name) 
         info.originalHeight = d->image.height;
         Q_EMIT imageReady(info);
     } catch (...) {
-        Q_EMIT imageFailed(name, describeFailure(tr("reading the image"), std::current_exception()));
+        Q_EMIT imageFailed(id, name, describeFailure(tr("reading the image"), std::current_exception()));
     }
 }
 
@@ -382,30 +383,25 @@ void Worker::run(const RunRequest& req) {
         const Session& session = *d->session;
         started.promptTokens = int(session.prompt().ids.size());
         const VisualSpan span = session.snapshot().visualSpan;
-        if (req.strength.rows != span.gridHeight || req.strength.cols != span.gridWidth)
-            throw kvsteer::Error("the painted map is " + std::to_string(req.strength.rows) + "x" + std::to_string(req.strength.cols) +
-                                 " but the model's patch grid is " + std::to_string(span.gridHeight) + "x" +
-                                 std::to_string(span.gridWidth));
         if (superseded()) {
             finishCancelled();
             return;
         }
 
-        // The plan: exactly the painted map, the panel's settings, the held vectors.
-        SteeringPlan plan;
-        plan.strength = gridTensor(req.strength);
-        plan.op = parseOperator(ss(req.plan.op));
-        plan.mode = req.plan.propagate ? PlanMode::Propagate : PlanMode::EditOnly;
-        plan.ablateTarget = req.plan.ablateTarget == QLatin1String("zero") ? AblateTarget::Zero : AblateTarget::Mean;
-        plan.ck = {req.plan.ck};
-        plan.cv = {req.plan.cv};
-        plan.layers = layerRange(req.plan, model.config().text.numLayers);
-        if (!req.plan.heads.isEmpty()) {
-            const std::vector<int> heads(req.plan.heads.begin(), req.plan.heads.end());
-            for (int l : plan.layers) plan.headMask[l] = heads;
-        }
-        const bool needsVectors = operatorNeedsVectors(plan.op);
-        if (needsVectors && d->vectors) plan.vectors = *d->vectors;
+        // The plan: exactly the painted map, the panel's settings, the held vectors. The panel
+        // sets every choice, so no vector-file suggestion fills in (they were offered in the panel
+        // when the file was imported): the file info passed is empty.
+        PlanOptions options;
+        options.op = ss(req.plan.op);
+        options.ck = {req.plan.ck};
+        options.cv = {req.plan.cv};
+        options.layers = layerRange(req.plan, model.config().text.numLayers);
+        options.heads.assign(req.plan.heads.begin(), req.plan.heads.end());
+        options.propagate = req.plan.propagate;
+        options.ablateTo = ss(req.plan.ablateTarget);
+        const bool needsVectors = operatorNeedsVectors(parseOperator(options.op));
+        const SteeringVectors* vectors = needsVectors && d->vectors ? &*d->vectors : nullptr;
+        const SteeringPlan plan = makePlan(options, vectors, SteeringFileInfo(), gridTensor(req.strength), span, model.config().text.numLayers);
 
         const auto t1 = std::chrono::steady_clock::now();
         if (needsVectors && !d->vectors) {
@@ -429,9 +425,9 @@ void Worker::run(const RunRequest& req) {
         g.maxNewTokens = req.generation.maxNewTokens;
         g.stopAtEos = req.generation.stopAtEos;
         // The decoder has a fixed context: never ask for more tokens than fit after the prompt.
-        const int room = int(model.config().text.maxPositionEmbeddings - int64_t(session.prompt().ids.size()));
-        if (g.maxNewTokens > room) {
-            g.maxNewTokens = std::max(1, room);
+        const int fit = newTokensThatFit(model.config().text, int64_t(session.prompt().ids.size()), g.maxNewTokens);
+        if (fit < g.maxNewTokens) {
+            g.maxNewTokens = std::max(1, fit);
             started.note += (started.note.isEmpty() ? QString() : QStringLiteral(" ")) +
                             tr("Max tokens is limited to %1 here: the prompt fills %2 of the model's %3-token context.")
                                 .arg(g.maxNewTokens)
@@ -515,26 +511,17 @@ void Worker::requestHeatmap() {
         c10::NoGradGuard noGrad;
         const KVCache& base = d->session->snapshot();
         const KVCache& edited = d->steered->cache;
-        const KVCache& chosen = hs.steeredRow ? edited : base;
         HeatmapData h;
         h.runId = d->lastRunId;
         h.metric = hs.metric;
         h.head = hs.head;
         h.steeredRow = hs.steeredRow;
-        at::Tensor maps;
-        switch (hs.metric) {
-        case Metric::KeyNorm: maps = normHeatmaps(chosen, true, hs.head); break;
-        case Metric::ValueNorm: maps = normHeatmaps(chosen, false, hs.head); break;
-        case Metric::KeyDelta: maps = deltaHeatmaps(base, edited, true, hs.head); break;
-        case Metric::ValueDelta: maps = deltaHeatmaps(base, edited, false, hs.head); break;
-        case Metric::ValueCosine: maps = cosineHeatmaps(chosen, d->vectors ? *d->vectors : SteeringVectors(), false, hs.head); break;
-        case Metric::Attention:
-            if (d->attention.empty()) return;
-            maps = attentionHeatmaps(d->attention, base.visualSpan, d->model->config().text.numKvHeads, hs.head,
-                                     hs.steeredRow ? 1 : 0);
+        const at::Tensor maps = runHeatmaps(HeatMetric(int(hs.metric)), base, edited, hs.steeredRow, d->vectors ? &*d->vectors : nullptr,
+                                            d->attention, d->model->config().text.numKvHeads, hs.head);
+        if (!maps.defined()) return;   // attention before the first decode step
+        if (hs.metric == Metric::Attention) {
             h.step = d->attentionStep;
             h.token = d->attentionToken[hs.steeredRow ? 1 : 0];
-            break;
         }
         h.layers = int(maps.size(0));
         h.rows = int(maps.size(1));
@@ -542,7 +529,7 @@ void Worker::requestHeatmap() {
         h.values = toVector(maps);
         Q_EMIT heatmapReady(h);
     } catch (...) {
-        Q_EMIT failed(tr("Heatmap"), describeFailure(tr("computing the heatmap"), std::current_exception()));
+        Q_EMIT heatmapFailed(describeFailure(tr("computing the heatmap"), std::current_exception()));
     }
 }
 
@@ -572,7 +559,7 @@ VectorsInfo describeVectors(const SteeringVectors& v, const SteeringFileInfo& in
 
 void Worker::computeVectors(const RecipeRequest& req) {
     if (!d->model) {
-        Q_EMIT failed(tr("Steering vectors"), tr("Load a model before computing steering vectors."));
+        Q_EMIT vectorsComputeFailed(tr("Load a model before computing steering vectors."));
         return;
     }
     const QString what = tr("computing steering vectors");
@@ -632,37 +619,38 @@ void Worker::computeVectors(const RecipeRequest& req) {
             importVectors(req.filePath);
             return;
         }
-        SteeringFileInfo info;
-        info.modelName = d->model->config().name;
-        info.configHash = d->model->config().configHash;
-        info.operatorName = o.keySpace == KeySpace::PreRope ? "prerope" : "add";
-        info.recipe = recipe;
-        info.recipeInputsJson = QJsonDocument(inputs).toJson(QJsonDocument::Compact).toStdString();
-        info.promptTemplate = applyChatTemplate("{question}", recipe != "text-pairs");
-        info.version = KVSTEER_VERSION;
+        const SteeringFileInfo info =
+            newVectorsFileInfo(*d->model, recipe, QJsonDocument(inputs).toJson(QJsonDocument::Compact).toStdString(), o.keySpace);
         const QString path = d->temp.filePath(QStringLiteral("computed.safetensors"));
         saveSteeringFile(ss(path), v, info);
         QFile f(path);
         if (!f.open(QIODevice::ReadOnly)) throw kvsteer::Error("cannot read back " + ss(path));
-        d->vectors = std::move(v);
-        d->vectorsFile = info;
-        VectorsInfo out = describeVectors(*d->vectors, info);
-        out.blob = f.readAll();
-        out.origin = origin;
-        out.fromFile = false;
-        d->vectorsInfo = out;
+        const VectorsInfo out = holdVectors(std::move(v), info, f.readAll(), origin, false);
         d->steered.reset();
         Q_EMIT idle();
         Q_EMIT vectorsReady(out);
     } catch (...) {
         Q_EMIT idle();
-        Q_EMIT failed(tr("Steering vectors"), describeFailure(what, std::current_exception()));
+        Q_EMIT vectorsComputeFailed(describeFailure(what, std::current_exception()));
     }
+}
+
+VectorsInfo Worker::holdVectors(SteeringVectors vectors, const SteeringFileInfo& file, const QByteArray& blob, const QString& origin,
+                                bool fromFile) {
+    VectorsInfo out = describeVectors(vectors, file);
+    out.blob = blob;
+    out.origin = origin;
+    out.fromFile = fromFile;
+    if (out.recipe.isEmpty()) out.recipe = QStringLiteral("imported");
+    d->vectors = std::move(vectors);
+    d->vectorsFile = file;
+    d->vectorsInfo = out;
+    return out;
 }
 
 void Worker::importVectors(const QString& path) {
     if (!d->model) {
-        Q_EMIT failed(tr("Import vectors"), tr("Load a model before importing steering vectors: a vector file belongs to one model."));
+        Q_EMIT vectorsImportFailed(path, tr("Load a model before importing steering vectors: a vector file belongs to one model."));
         return;
     }
     try {
@@ -670,17 +658,9 @@ void Worker::importVectors(const QString& path) {
         SteeringVectors v = loadSteeringFile(ss(path), *d->model, &info);   // validates against the model
         QFile f(path);
         if (!f.open(QIODevice::ReadOnly)) throw kvsteer::Error("cannot read " + ss(path));
-        VectorsInfo out = describeVectors(v, info);
-        out.blob = f.readAll();
-        out.origin = QFileInfo(path).fileName();
-        out.fromFile = true;
-        if (out.recipe.isEmpty()) out.recipe = QStringLiteral("imported");
-        d->vectors = std::move(v);
-        d->vectorsFile = info;
-        d->vectorsInfo = out;
-        Q_EMIT vectorsReady(out);
+        Q_EMIT vectorsReady(holdVectors(std::move(v), info, f.readAll(), QFileInfo(path).fileName(), true));
     } catch (...) {
-        Q_EMIT failed(tr("Import vectors"), describeFailure(tr("importing %1").arg(QFileInfo(path).fileName()), std::current_exception()));
+        Q_EMIT vectorsImportFailed(path, describeFailure(tr("importing %1").arg(QFileInfo(path).fileName()), std::current_exception()));
     }
 }
 
@@ -702,19 +682,11 @@ void Worker::setVectorsBlob(const QByteArray& blob, const QString& origin) {
         f.close();
         SteeringFileInfo info;
         SteeringVectors v = loadSteeringFile(ss(path), *d->model, &info);
-        VectorsInfo out = describeVectors(v, info);
-        out.blob = blob;
-        out.origin = origin;
-        out.fromFile = false;
-        if (out.recipe.isEmpty()) out.recipe = QStringLiteral("imported");
-        d->vectors = std::move(v);
-        d->vectorsFile = info;
-        d->vectorsInfo = out;
-        Q_EMIT vectorsReady(out);
+        Q_EMIT vectorsReady(holdVectors(std::move(v), info, blob, origin, false));
     } catch (...) {
         QString msg = describeFailure(tr("loading the session's steering vectors"), std::current_exception());
         msg.replace(path, tr("the session's vectors"));
-        Q_EMIT failed(tr("Steering vectors"), msg);
+        Q_EMIT sessionVectorsFailed(msg);
     }
 }
 
@@ -727,7 +699,7 @@ void Worker::clearVectors() {
 
 void Worker::exportVectors(const QString& path, const PlanSettings& plan, const StrengthGrid& strength) {
     if (!d->model || !d->vectors) {
-        Q_EMIT failed(tr("Export vectors"), tr("There are no steering vectors to export yet: compute or import them first."));
+        Q_EMIT vectorsExportFailed(path, tr("There are no steering vectors to export yet: compute or import them first."));
         return;
     }
     try {
@@ -751,7 +723,7 @@ void Worker::exportVectors(const QString& path, const PlanSettings& plan, const 
         saveSteeringFile(ss(path), v, info);
         Q_EMIT vectorsExported(path);
     } catch (...) {
-        Q_EMIT failed(tr("Export vectors"), describeFailure(tr("writing %1").arg(path), std::current_exception()));
+        Q_EMIT vectorsExportFailed(path, describeFailure(tr("writing %1").arg(path), std::current_exception()));
     }
 }
 
@@ -761,7 +733,7 @@ void Worker::exportMask(const QString& path, const StrengthGrid& strength) {
         saveMaskPng(ss(path), gridTensor(strength), cell);
         Q_EMIT maskExported(path);
     } catch (...) {
-        Q_EMIT failed(tr("Export mask"), describeFailure(tr("writing %1").arg(path), std::current_exception()));
+        Q_EMIT maskExportFailed(path, describeFailure(tr("writing %1").arg(path), std::current_exception()));
     }
 }
 
@@ -771,7 +743,7 @@ void Worker::loadMask(const QString& spec) {
         const at::Tensor m = kvsteer::loadMask(ss(spec), rows, cols);
         Q_EMIT maskLoaded(gridFromTensor(m), spec);
     } catch (...) {
-        Q_EMIT failed(tr("Load mask"), describeFailure(tr("reading the mask %1").arg(spec), std::current_exception()));
+        Q_EMIT maskLoadFailed(spec, describeFailure(tr("reading the mask %1").arg(spec), std::current_exception()));
     }
 }
 

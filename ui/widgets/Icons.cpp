@@ -9,6 +9,10 @@
 
 #include <functional>
 
+// The PNGs are compiled into the static kvsteer_ui_widgets library; a static library's resources
+// must be registered explicitly, from outside any namespace.
+static void initIconResources() { Q_INIT_RESOURCE(studio); }
+
 namespace kvsteer::ui::icons {
 
 namespace {
@@ -345,6 +349,8 @@ QIcon get(Id id) {
 }
 
 QIcon application() {
+    static const bool registered = (initIconResources(), true);
+    (void)registered;
     QIcon icon;
     for (int size : {16, 32, 64, 128, 256}) icon.addFile(QStringLiteral(":/icons/kvsteer-%1.png").arg(size), QSize(size, size));
     return icon;

@@ -1,7 +1,7 @@
 #pragma once
 // Undo commands for the painted strength map. Each holds the whole map before and after (576
 // floats for LLaVA-1.5), so undo and redo restore it exactly.
-#include "StrengthGrid.h"
+#include "types/StrengthGrid.h"
 
 #include <QUndoCommand>
 

@@ -2,7 +2,7 @@
 // StreamView: the unsteered and the steered answer side by side, streaming token by token.
 // Tokens that differ between the two streams at the same step are highlighted in both panes;
 // hovering any token shows its top-5 alternatives. A summary line says where the streams part.
-#include "StudioTypes.h"
+#include "types/StudioTypes.h"
 
 #include <QWidget>
 

@@ -1,8 +1,9 @@
 #pragma once
 // Worker: the studio's only contact with the core. A QObject moved to its own QThread; it owns
 // the model, the prefilled Session (the pristine snapshot), the steering vectors and the last
-// steered cache. The UI talks to it only through queued slots and listens to its signals;
-// nothing that crosses over holds a tensor.
+// steered cache. A thin thread adapter: the UI sends each request to its own slot through a
+// queued connection and listens to one typed signal per result and per failure kind; nothing
+// that crosses over holds a tensor.
 //
 // Runs: prefill happens once per (model, image, prompt); every later run only applies the plan
 // to a clone of the kept snapshot and decodes the two streams side by side. A run is cancelled
@@ -11,11 +12,16 @@
 // layer or one decode step.
 //
 // This header is plain Qt; Worker.cpp includes the core (and libtorch) before any Qt header.
-#include "StudioTypes.h"
+#include "types/StudioTypes.h"
 
 #include <QObject>
 
 #include <memory>
+
+namespace kvsteer {
+struct SteeringVectors;
+struct SteeringFileInfo;
+} // namespace kvsteer
 
 namespace kvsteer::ui {
 
@@ -49,26 +55,37 @@ public Q_SLOTS:
     void loadMask(const QString& spec);
 
 Q_SIGNALS:
+    // One signal per result and one per failure kind; a failure's message is readable as it is.
     void progress(const QString& stage, int value, int maximum);   // maximum 0: busy, no fraction
     void idle();
     void modelLoaded(const kvsteer::ui::ModelInfo& info);
     void modelFailed(const QString& directory, const QString& message);
     void modelLoadCancelled(const QString& directory);   // the model loaded before stays
     void imageReady(const kvsteer::ui::ImageInfo& image);
-    void imageFailed(const QString& name, const QString& message);
+    void imageFailed(quint64 id, const QString& name, const QString& message);
     void runStarted(const kvsteer::ui::RunStarted& info);
     void tokenPair(const kvsteer::ui::TokenPair& pair);
     void runFinished(const kvsteer::ui::RunFinished& info);
     void runFailed(quint64 runId, const QString& message);
     void heatmapReady(const kvsteer::ui::HeatmapData& data);
+    void heatmapFailed(const QString& message);
     void vectorsReady(const kvsteer::ui::VectorsInfo& info);
+    void vectorsComputeFailed(const QString& message);
+    void vectorsImportFailed(const QString& path, const QString& message);
+    void sessionVectorsFailed(const QString& message);   // setVectorsBlob
     void vectorsCleared();
     void vectorsExported(const QString& path);
+    void vectorsExportFailed(const QString& path, const QString& message);
     void maskExported(const QString& path);
+    void maskExportFailed(const QString& path, const QString& message);
     void maskLoaded(const kvsteer::ui::StrengthGrid& grid, const QString& spec);
-    void failed(const QString& title, const QString& message);
+    void maskLoadFailed(const QString& spec, const QString& message);
 
 private:
+    // Keeps `vectors` (and the file info they came with) as the ones runs use; what the UI is told.
+    VectorsInfo holdVectors(kvsteer::SteeringVectors vectors, const kvsteer::SteeringFileInfo& file, const QByteArray& blob,
+                            const QString& origin, bool fromFile);
+
     struct State;
     std::unique_ptr<State> d;
 };

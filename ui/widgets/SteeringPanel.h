@@ -3,7 +3,7 @@
 // pairs, or a file), and the plan's settings — operator, edit-only vs propagate, c_k and c_v,
 // layer range, KV-head mask. Export / import of vector files and export of the mask as PNG.
 // The panel holds settings only; the Worker computes, loads and saves.
-#include "StudioTypes.h"
+#include "types/StudioTypes.h"
 
 #include <QWidget>
 

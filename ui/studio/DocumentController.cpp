@@ -1,0 +1,288 @@
+#include "studio/DocumentController.h"
+
+#include "studio/ErrorReporter.h"
+#include "studio/FileDialogs.h"
+#include "studio/ImageController.h"
+#include "studio/ModelController.h"
+#include "studio/RunController.h"
+#include "studio/SteeringController.h"
+#include "studio/StudioOptions.h"
+#include "studio/StudioStatusBar.h"
+#include "widgets/HeatmapPanel.h"
+#include "widgets/PatchCanvas.h"
+#include "widgets/PromptPanel.h"
+#include "widgets/SteeringPanel.h"
+#include "widgets/StreamView.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLockFile>
+#include <QMainWindow>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QStandardPaths>
+#include <QTimer>
+#include <QUndoStack>
+
+namespace kvsteer::ui {
+
+namespace {
+
+constexpr int kAutosaveDelayMs = 300;
+constexpr qint64 kRecoveryInlineVectorsLimit = 64LL << 20;   // bigger vector blobs go to a sibling file
+const QLatin1String kSiblingMark("\n@sibling");
+
+QString sessionFilter() { return QObject::tr("kvsteer sessions (*.kvsession);;All files (*)"); }
+
+} // namespace
+
+DocumentController::DocumentController(const StudioOptions& options, ErrorReporter* errors, StudioStatusBar* status,
+                                       ModelController* model, ImageController* image, RunController* runs, SteeringController* steering,
+                                       const RunPanes& panes, QUndoStack* undo, QMainWindow* window)
+    : QObject(window), options_(options), errors_(errors), status_(status), model_(model), image_(image), runs_(runs),
+      steering_(steering), panes_(panes), undo_(undo), window_(window) {
+    autosaveTimer_ = new QTimer(this);
+    autosaveTimer_->setSingleShot(true);
+    autosaveTimer_->setInterval(kAutosaveDelayMs);
+    connect(autosaveTimer_, &QTimer::timeout, this, &DocumentController::autosave);
+
+    // Crash recovery: one recovery file per running studio; a second studio gets its own.
+    const QString dataDir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    QDir().mkpath(dataDir);
+    recoveryPath_ = options.recoveryPath;
+    if (recoveryPath_.isEmpty()) {
+        lock_ = new QLockFile(dataDir + QStringLiteral("/studio.lock"));
+        lock_->setStaleLockTime(0);
+        primary_ = lock_->tryLock(0);
+        recoveryPath_ = primary_ ? dataDir + QStringLiteral("/recovery.kvsession")
+                                 : dataDir + QStringLiteral("/recovery-%1.kvsession").arg(QCoreApplication::applicationPid());
+    }
+}
+
+DocumentController::~DocumentController() { delete lock_; }
+
+// ---- collect and apply ------------------------------------------------------------------------
+
+SessionDocument DocumentController::collect() const {
+    const ModelInfo& m = model_->info();
+    SessionDocument s;
+    s.modelDirectory = m.directory;
+    s.modelName = m.name;
+    s.modelConfigHash = m.configHash;
+    s.imageBytes = image_->bytes();
+    s.imageName = image_->name();
+    s.prompt = panes_.prompt->prompt();
+    s.generation = panes_.prompt->generation();
+    s.strength = panes_.canvas->strength();
+    s.plan = panes_.steering->planSettings();
+    const RecipeRequest r = panes_.steering->recipe();
+    s.source = r.source;
+    s.targetImagePath = panes_.steering->targetImagePath();
+    s.targetImageBytes = r.targetImage;
+    s.textPairs = panes_.steering->textPairs();
+    s.preRope = r.preRope;
+    s.perPosition = r.perPosition;
+    s.pca = r.pca;
+    s.vectorsBlob = steering_->vectors().blob;
+    s.vectorsOrigin = steering_->vectors().origin;
+    s.unsteered = panes_.streams->tokens(false);
+    s.steered = panes_.streams->tokens(true);
+    s.heatmap = panes_.heatmaps->settings();
+    s.heatmapLayer = panes_.heatmaps->selectedLayer();
+    s.live = panes_.prompt->live();
+    return s;
+}
+
+void DocumentController::apply(const SessionDocument& s, const QString& origin) {
+    Q_EMIT aboutToApply();
+    restoring_ = true;   // until the image is back: nothing here is a new edit
+    // A session belongs to a model: load it when it is not the one in use and it is available.
+    if (!s.modelDirectory.isEmpty() && s.modelConfigHash != model_->info().configHash) {
+        if (QFileInfo(s.modelDirectory + QStringLiteral("/config.json")).exists()) model_->open(s.modelDirectory);
+        else
+            errors_->show(tr("Session model"), tr("%1 was made with the model “%2” (%3), which is not available here. Its vectors "
+                                                  "load only into that model; open it with File → Open Model Directory….")
+                                                   .arg(origin, s.modelName, QDir::toNativeSeparators(s.modelDirectory)));
+    }
+    PatchCanvas* canvas = panes_.canvas;
+    panes_.prompt->setPrompt(s.prompt);
+    panes_.prompt->setGeneration(s.generation);
+    panes_.prompt->setLive(s.live);
+    panes_.steering->setSource(s.source);
+    panes_.steering->setTargetImage(s.targetImagePath, s.targetImageBytes);
+    panes_.steering->setTextPairs(s.textPairs);
+    panes_.steering->setRecipeOptions(s.preRope, s.perPosition, s.pca);
+    panes_.steering->setPlanSettings(s.plan);
+    if (s.strength.rows != canvas->strength().rows || s.strength.cols != canvas->strength().cols)
+        canvas->setGridSize(s.strength.rows, s.strength.cols);
+    canvas->applyStrength(s.strength);
+    undo_->clear();
+    // The Worker handles these in order: model (above), vectors, image.
+    steering_->restore(s.vectorsBlob, s.vectorsOrigin);
+    panes_.heatmaps->setSettings(s.heatmap);
+    panes_.heatmaps->setSelectedLayer(s.heatmapLayer);
+    runs_->forgetRun();
+    // The answers are shown once the image is back (its arrival clears the panes).
+    panes_.streams->restore(s.unsteered, s.steered);
+    if (!s.imageBytes.isEmpty()) {
+        pendingOutputsImageId_ = image_->openData(s.imageBytes, s.imageName);
+        pendingUnsteered_ = s.unsteered;
+        pendingSteered_ = s.steered;
+        pendingOutputs_ = true;
+    } else {
+        restoring_ = false;
+    }
+}
+
+void DocumentController::onImageShown(quint64 imageId) {
+    if (pendingOutputs_ && imageId == pendingOutputsImageId_ && !model_->loading()) {   // a session's answers
+        panes_.streams->restore(pendingUnsteered_, pendingSteered_);
+        pendingOutputs_ = false;
+        restoring_ = false;
+    }
+}
+
+void DocumentController::onImageFailed() {
+    if (pendingOutputs_) {
+        pendingOutputs_ = false;
+        restoring_ = false;
+    }
+}
+
+// ---- files ------------------------------------------------------------------------------------
+
+bool DocumentController::saveTo(const QString& path) {
+    QString error;
+    if (!SessionFile::save(path, collect(), &error)) {
+        errors_->show(tr("Save session"), error);
+        return false;
+    }
+    sessionPath_ = path;
+    dirty_ = false;
+    undo_->setClean();
+    updateTitle();
+    status_->message(tr("Session saved to %1").arg(QDir::toNativeSeparators(path)), 5000);
+    Q_EMIT saved(path);
+    return true;
+}
+
+bool DocumentController::openFrom(const QString& path) {
+    SessionDocument s;
+    QString error;
+    if (!SessionFile::load(path, &s, &error)) {
+        errors_->show(tr("Open session"), error);
+        return false;
+    }
+    apply(s, QFileInfo(path).fileName());
+    sessionPath_ = path;
+    dirty_ = false;
+    updateTitle();
+    autosave();
+    Q_EMIT opened(path);
+    return true;
+}
+
+bool DocumentController::save() { return sessionPath_.isEmpty() ? saveAs() : saveTo(sessionPath_); }
+
+bool DocumentController::saveAs() {
+    const QString suggested =
+        sessionPath_.isEmpty() ? QFileInfo(image_->name()).completeBaseName() + QStringLiteral(".kvsession") : sessionPath_;
+    const QString path = askSavePath(window_, tr("Save Session"), suggested, sessionFilter(), QStringLiteral(".kvsession"));
+    if (path.isEmpty()) return false;
+    return saveTo(path);
+}
+
+void DocumentController::openDialog() {
+    if (!confirmDiscard()) return;
+    const QString path = QFileDialog::getOpenFileName(window_, tr("Open Session"), QString(), sessionFilter());
+    if (!path.isEmpty()) openFrom(path);
+}
+
+// ---- dirty, autosave, recovery ---------------------------------------------------------------
+
+void DocumentController::markDirty() {
+    if (restoring_) return;
+    dirty_ = true;
+    updateTitle();
+    autosaveTimer_->start();
+}
+
+void DocumentController::updateTitle() {
+    const QString what = sessionPath_.isEmpty() ? (image_->name().isEmpty() ? tr("Untitled") : image_->name())
+                                                : QFileInfo(sessionPath_).fileName();
+    window_->setWindowTitle(QStringLiteral("%1[*] — kvsteer Studio").arg(what));
+    window_->setWindowModified(dirty_);
+}
+
+void DocumentController::autosave() {
+    if (recoveryPath_.isEmpty()) return;
+    SessionDocument s = collect();
+    const QString sibling = recoveryPath_ + QStringLiteral(".vectors");
+    if (s.vectorsBlob.size() > kRecoveryInlineVectorsLimit) {   // large vectors: written once, beside the recovery file
+        QFile f(sibling);
+        if (f.size() != s.vectorsBlob.size() && f.open(QIODevice::WriteOnly)) f.write(s.vectorsBlob);
+        s.vectorsBlob.clear();
+        s.vectorsOrigin += kSiblingMark;
+    }
+    QString error;
+    if (!SessionFile::save(recoveryPath_, s, &error)) status_->message(tr("Autosave failed: %1").arg(error), 5000);
+    Q_EMIT autosaved();
+}
+
+void DocumentController::removeRecoveryFile() {
+    QFile::remove(recoveryPath_);
+    QFile::remove(recoveryPath_ + QStringLiteral(".vectors"));
+}
+
+void DocumentController::offerRecoveryIfAny() {
+    if (!primary_ || !options_.offerRecovery || !QFileInfo::exists(recoveryPath_)) return;
+    SessionDocument s;
+    QString error;
+    if (!SessionFile::load(recoveryPath_, &s, &error)) {
+        removeRecoveryFile();
+        return;
+    }
+    if (s.vectorsOrigin.endsWith(kSiblingMark)) {
+        s.vectorsOrigin.chop(kSiblingMark.size());
+        QFile f(recoveryPath_ + QStringLiteral(".vectors"));
+        if (f.open(QIODevice::ReadOnly)) s.vectorsBlob = f.readAll();
+    }
+    const QDateTime when = QFileInfo(recoveryPath_).lastModified();
+    QMessageBox box(QMessageBox::Question, tr("Recover session?"),
+                    tr("kvsteer Studio did not shut down cleanly. Restore the work autosaved at %1?")
+                        .arg(QLocale().toString(when, QLocale::ShortFormat)),
+                    QMessageBox::NoButton, window_);
+    box.setInformativeText(tr("Image: %1\nPrompt: %2").arg(s.imageName.isEmpty() ? tr("none") : s.imageName, s.prompt));
+    QPushButton* restore = box.addButton(tr("Restore"), QMessageBox::AcceptRole);
+    box.addButton(tr("Discard"), QMessageBox::DestructiveRole);
+    box.setDefaultButton(restore);
+    box.exec();
+    if (box.clickedButton() == restore) {
+        apply(s, tr("The recovered session"));
+        dirty_ = true;
+        updateTitle();
+    } else {
+        removeRecoveryFile();
+    }
+}
+
+bool DocumentController::confirmDiscard() {
+    // Worth asking only when there is work a person made: strokes, or vectors.
+    if (!dirty_ || !options_.confirmClose || !image_->ready() || (undo_->isClean() && !steering_->vectors().valid())) return true;
+    const auto answer = QMessageBox::question(window_, tr("Unsaved changes"), tr("Save the current session first?"),
+                                              QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    if (answer == QMessageBox::Cancel) return false;
+    if (answer == QMessageBox::Save) return save();
+    return true;
+}
+
+void DocumentController::closeCleanly() {
+    autosaveTimer_->stop();
+    removeRecoveryFile();
+}
+
+} // namespace kvsteer::ui

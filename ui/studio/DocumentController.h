@@ -1,0 +1,94 @@
+#pragma once
+// DocumentController: the session as a document. Collects it from the panes and applies it back
+// (a session's model is loaded when it differs; its answers are shown once its image is back);
+// saves and opens .kvsession files; keeps the dirty flag and the window title; autosaves every
+// change to the crash-recovery file (one per running studio, guarded by a lock file) and offers
+// it back after a crash; asks before unsaved work is discarded.
+//
+// While a session (or the start-up) is being applied, changes are not edits: restoring() is true
+// and nothing is marked dirty.
+#include "studio/RunController.h"
+#include "studio/SessionFile.h"
+#include "studio/StudioOptions.h"
+
+#include <QObject>
+
+class QLockFile;
+class QMainWindow;
+class QTimer;
+class QUndoStack;
+
+namespace kvsteer::ui {
+
+class ErrorReporter;
+class ImageController;
+class ModelController;
+class RunController;
+class SteeringController;
+class StudioStatusBar;
+
+class DocumentController : public QObject {
+    Q_OBJECT
+public:
+    DocumentController(const StudioOptions& options, ErrorReporter* errors, StudioStatusBar* status, ModelController* model,
+                       ImageController* image, RunController* runs, SteeringController* steering, const RunPanes& panes,
+                       QUndoStack* undo, QMainWindow* window);
+    ~DocumentController() override;
+
+    QString recoveryPath() const { return recoveryPath_; }
+    bool restoring() const { return restoring_; }
+    void setRestoring(bool on) { restoring_ = on; }
+
+    bool saveTo(const QString& path);
+    bool openFrom(const QString& path);
+    bool save();
+    bool saveAs();
+    void openDialog();
+    // At start-up: offer the autosaved session if the last studio did not shut down cleanly.
+    void offerRecoveryIfAny();
+    bool confirmDiscard();
+    void closeCleanly();                // a clean exit: nothing to recover
+
+    void markDirty();
+    void updateTitle();
+    void onImageShown(quint64 imageId);   // a session's answers wait for its image
+    void onImageFailed();
+
+Q_SIGNALS:
+    void aboutToApply();                // the run in progress belongs to the old session: stop it
+    void saved(const QString& path);
+    void opened(const QString& path);
+    void autosaved();
+
+private:
+    SessionDocument collect() const;
+    void apply(const SessionDocument& s, const QString& origin);
+    void autosave();
+    void removeRecoveryFile();
+
+    const StudioOptions options_;
+    ErrorReporter* errors_;
+    StudioStatusBar* status_;
+    ModelController* model_;
+    ImageController* image_;
+    RunController* runs_;
+    SteeringController* steering_;
+    const RunPanes panes_;
+    QUndoStack* undo_;
+    QMainWindow* window_;
+
+    QString sessionPath_;
+    QString recoveryPath_;
+    bool primary_ = true;               // the first running studio: its recovery file is the one offered
+    QLockFile* lock_ = nullptr;
+    QTimer* autosaveTimer_ = nullptr;
+    bool dirty_ = false;
+    bool restoring_ = false;
+
+    // a session's answers, shown once its image is back
+    bool pendingOutputs_ = false;
+    quint64 pendingOutputsImageId_ = 0;
+    QVector<StreamToken> pendingUnsteered_, pendingSteered_;
+};
+
+} // namespace kvsteer::ui

@@ -1,0 +1,415 @@
+#include "studio/MainWindow.h"
+
+#include "studio/DocumentController.h"
+#include "studio/ErrorReporter.h"
+#include "studio/FileDialogs.h"
+#include "studio/HelpDialogs.h"
+#include "studio/ImageController.h"
+#include "studio/ModelController.h"
+#include "studio/RunController.h"
+#include "studio/StartupSequence.h"
+#include "studio/SteeringController.h"
+#include "studio/StudioActions.h"
+#include "studio/StudioSettings.h"
+#include "studio/StudioStatusBar.h"
+#include "widgets/HeatmapPanel.h"
+#include "widgets/Icons.h"
+#include "widgets/PatchCanvas.h"
+#include "widgets/PromptPanel.h"
+#include "widgets/RunSummary.h"
+#include "widgets/SteeringPanel.h"
+#include "widgets/StreamView.h"
+#include "worker/Worker.h"
+
+#include <QAction>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTimer>
+#include <QToolBar>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include <limits>
+
+namespace kvsteer::ui {
+
+MainWindow::MainWindow(const StudioOptions& options, QWidget* parent) : QMainWindow(parent), options_(options) {
+    registerStudioTypes();
+    setWindowIcon(icons::application());
+    setAcceptDrops(false);
+    setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
+
+    undo_ = new QUndoStack(this);
+    worker_ = new Worker;
+    worker_->moveToThread(&workerThread_);
+    connect(&workerThread_, &QThread::finished, worker_, &QObject::deleteLater);
+    workerThread_.setObjectName(QStringLiteral("kvsteer-worker"));
+    workerThread_.start();
+
+    buildPanes();
+    createControllers();
+    wirePanes();
+    wireActions();
+    wireControllers();
+
+    models_->setLoadSettings(settings_->loadSettings(options_.load, options_.loadOverride));
+    resize(1560, 960);
+    document_->setRestoring(true);   // remembered settings are not edits
+    settings_->restoreWidgets();
+    actions_->grid->setChecked(canvas_->gridVisible());
+    document_->setRestoring(false);
+
+    document_->updateTitle();
+    refreshModelStatus();
+    refreshRunSummary();
+    refreshAvailability();
+    QTimer::singleShot(0, startup_, &StartupSequence::start);
+}
+
+MainWindow::~MainWindow() {
+    // Children still emit while QWidget tears them down (QUndoStack::cleanChanged, for one), when
+    // this object's members are gone already: cut every connection into this window and delete
+    // the controllers (and their connections) first.
+    worker_->disconnect();
+    for (QObject* child : findChildren<QObject*>()) child->disconnect(this);
+    for (QObject* c : std::initializer_list<QObject*>{startup_, document_, steeringCtl_, runs_, images_, models_, actions_, settings_, status_, errors_})
+        delete c;
+    worker_->cancelRunsBefore(std::numeric_limits<quint64>::max());
+    workerThread_.quit();
+    workerThread_.wait();
+}
+
+// ---- building ---------------------------------------------------------------------------------
+
+void MainWindow::buildPanes() {
+    // Image pane: header, paint tools, canvas, prompt, run summary.
+    auto* imagePane = new QWidget(this);
+    auto* iv = new QVBoxLayout(imagePane);
+    iv->setContentsMargins(8, 6, 4, 8);
+    iv->setSpacing(4);
+    imageHeader_ = new QLabel(tr("<b>No image</b> <span style='color:#8a929c'>open one to start</span>"), imagePane);
+    imageHeader_->setTextFormat(Qt::RichText);
+    iv->addWidget(imageHeader_);
+    paintBar_ = new QToolBar(tr("Paint"), imagePane);
+    paintBar_->setIconSize(QSize(20, 20));
+    paintBar_->setToolButtonStyle(Qt::ToolButtonIconOnly);
+    iv->addWidget(paintBar_);
+    canvas_ = new PatchCanvas(undo_, imagePane);
+    iv->addWidget(canvas_, 100);   // takes the height it can use (at most its width); the rest goes below
+    prompt_ = new PromptPanel(imagePane);
+    prompt_->setExamples(demoQuestions());
+    iv->addWidget(prompt_);
+    runSummary_ = new RunSummary(imagePane);
+    iv->addSpacing(4);
+    iv->addWidget(runSummary_);
+    iv->addStretch(1);
+
+    // Answers above heatmaps.
+    streams_ = new StreamView(this);
+    heatmaps_ = new HeatmapPanel(this);
+    auto* streamBox = new QWidget(this);
+    auto* sv = new QVBoxLayout(streamBox);
+    sv->setContentsMargins(4, 6, 8, 4);
+    sv->addWidget(streams_);
+    auto* heatBox = new QWidget(this);
+    auto* hv = new QVBoxLayout(heatBox);
+    hv->setContentsMargins(0, 0, 2, 2);
+    auto* heatTitle = new QLabel(tr("<b>Cache heatmaps</b> <span style='color:#8a929c'>per layer, over the patch grid</span>"), heatBox);
+    heatTitle->setContentsMargins(8, 2, 0, 0);
+    hv->addWidget(heatTitle);
+    hv->addWidget(heatmaps_, 1);
+    rightSplit_ = new QSplitter(Qt::Vertical, this);
+    rightSplit_->addWidget(streamBox);
+    rightSplit_->addWidget(heatBox);
+    rightSplit_->setStretchFactor(0, 2);
+    rightSplit_->setStretchFactor(1, 3);
+    rightSplit_->setChildrenCollapsible(false);
+
+    mainSplit_ = new QSplitter(Qt::Horizontal, this);
+    mainSplit_->addWidget(imagePane);
+    mainSplit_->addWidget(rightSplit_);
+    mainSplit_->setStretchFactor(0, 2);
+    mainSplit_->setStretchFactor(1, 3);
+    mainSplit_->setChildrenCollapsible(false);
+    mainSplit_->setSizes({560, 760});
+    rightSplit_->setSizes({280, 620});
+    setCentralWidget(mainSplit_);
+
+    // Steering dock.
+    steering_ = new SteeringPanel(this);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(steering_);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* dock = new QDockWidget(tr("Steering"), this);
+    dock->setObjectName(QStringLiteral("steeringDock"));
+    dock->setWidget(scroll);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
+    addDockWidget(Qt::RightDockWidgetArea, dock);
+    scroll->setMinimumWidth(360);
+    resizeDocks({dock}, {385}, Qt::Horizontal);
+}
+
+void MainWindow::createControllers() {
+    actions_ = new StudioActions(this, paintBar_, canvas_, undo_);   // after the dock: the View menu lists it
+    actions_->live->setChecked(prompt_->live());
+    status_ = new StudioStatusBar(statusBar());
+    errors_ = new ErrorReporter(this);
+    settings_ = new StudioSettings(options_.useSettings, {this, mainSplit_, rightSplit_, canvas_, prompt_, steering_, heatmaps_}, this);
+    actions_->setRecent(settings_->recent(StudioSettings::Recent::Images), settings_->recent(StudioSettings::Recent::Models));
+
+    const RunPanes panes{prompt_, canvas_, steering_, heatmaps_, streams_};
+    models_ = new ModelController(worker_, errors_, this);
+    images_ = new ImageController(worker_, errors_, settings_, this);
+    runs_ = new RunController(worker_, errors_, status_, models_, images_, panes, this);
+    steeringCtl_ = new SteeringController(worker_, errors_, status_, models_, images_, canvas_, prompt_, steering_, this);
+    document_ = new DocumentController(options_, errors_, status_, models_, images_, runs_, steeringCtl_, panes, undo_, this);
+}
+
+// ---- wiring -----------------------------------------------------------------------------------
+
+void MainWindow::wirePanes() {
+    connect(canvas_, &PatchCanvas::strengthChanged, this, [this](const StrengthGrid& g) {
+        steering_->setPaintedCells(g.paintedCells(), g.size());
+        refreshRunSummary();
+        editChanged();
+    });
+    connect(canvas_, &PatchCanvas::hoverCell, this, [this](int r, int c, float v) {
+        status_->showHover(r < 0 ? QString()
+                                 : tr("row %1, col %2 · token %3 · strength %4").arg(r).arg(c).arg(r * canvas_->strength().cols + c).arg(v, 0, 'f', 2));
+    });
+    connect(canvas_, &PatchCanvas::imageFileDropped, this, &MainWindow::openImageFile);
+    connect(canvas_, &PatchCanvas::imageDropped, this, [this](const QImage& img) { images_->openImage(img, tr("dropped image")); });
+    connect(heatmaps_, &HeatmapPanel::cellClicked, canvas_, &PatchCanvas::highlightCell);
+    connect(heatmaps_, &HeatmapPanel::saveRequested, this, &MainWindow::saveHeatmapDialog);
+    connect(heatmaps_, &HeatmapPanel::settingsChanged, this, [this](const HeatmapSettings& s) {
+        runs_->setHeatmapSettings(s);
+        document_->markDirty();
+    });
+    connect(heatmaps_, &HeatmapPanel::layerSelected, document_, &DocumentController::markDirty);
+
+    connect(prompt_, &PromptPanel::runRequested, this, &MainWindow::run);
+    connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stop);
+    connect(prompt_, &PromptPanel::promptEdited, this, [this] {
+        streams_->setStale(streams_->tokenCount(false) > 0);
+        refreshAvailability();
+        document_->markDirty();
+    });
+    connect(prompt_, &PromptPanel::promptChanged, this, &MainWindow::refreshAvailability);
+    connect(prompt_, &PromptPanel::generationChanged, this, &MainWindow::editChanged);
+    connect(prompt_, &PromptPanel::liveToggled, actions_->live, &QAction::setChecked);
+
+    connect(steering_, &SteeringPanel::planChanged, this, [this] {
+        refreshRunSummary();
+        editChanged();
+    });
+    connect(steering_, &SteeringPanel::computeRequested, steeringCtl_, &SteeringController::compute);
+    connect(steering_, &SteeringPanel::chooseTargetImageRequested, steeringCtl_, &SteeringController::chooseTargetImage);
+    connect(steering_, &SteeringPanel::importVectorsRequested, steeringCtl_, &SteeringController::importDialog);
+    connect(steering_, &SteeringPanel::exportVectorsRequested, steeringCtl_, &SteeringController::exportDialog);
+    connect(steering_, &SteeringPanel::clearVectorsRequested, steeringCtl_, &SteeringController::clear);
+    connect(steering_, &SteeringPanel::exportMaskRequested, steeringCtl_, &SteeringController::exportMaskDialog);
+    connect(steering_, &SteeringPanel::importMaskRequested, steeringCtl_, &SteeringController::importMaskDialog);
+    connect(steering_, &SteeringPanel::loadTextPairsRequested, steeringCtl_, &SteeringController::loadTextPairsDialog);
+    connect(undo_, &QUndoStack::cleanChanged, document_, &DocumentController::updateTitle);
+}
+
+void MainWindow::wireActions() {
+    StudioActions* a = actions_;
+    connect(a->openImage, &QAction::triggered, images_, &ImageController::openDialog);
+    connect(a->paste, &QAction::triggered, images_, &ImageController::paste);
+    connect(a->openModel, &QAction::triggered, models_, &ModelController::openDialog);
+    connect(a->openSession, &QAction::triggered, document_, &DocumentController::openDialog);
+    connect(a->save, &QAction::triggered, document_, &DocumentController::save);
+    connect(a->saveAs, &QAction::triggered, document_, &DocumentController::saveAs);
+    connect(a->importVectors, &QAction::triggered, steeringCtl_, &SteeringController::importDialog);
+    connect(a->exportVectors, &QAction::triggered, steeringCtl_, &SteeringController::exportDialog);
+    connect(a->exportMask, &QAction::triggered, steeringCtl_, &SteeringController::exportMaskDialog);
+    connect(a->importMask, &QAction::triggered, steeringCtl_, &SteeringController::importMaskDialog);
+    connect(a->saveHeatmaps, &QAction::triggered, this, &MainWindow::saveHeatmapDialog);
+    connect(a->preferences, &QAction::triggered, this, [this] {
+        if (models_->editPreferences()) rememberSettings();
+    });
+    connect(a->about, &QAction::triggered, this, [this] { showAbout(this, models_->info()); });
+    connect(a->run, &QAction::triggered, this, &MainWindow::run);
+    connect(a->stop, &QAction::triggered, this, &MainWindow::stop);
+    connect(a->live, &QAction::toggled, prompt_, &PromptPanel::setLive);
+    connect(a, &StudioActions::recentImageChosen, this, &MainWindow::openImageFile);
+    connect(a, &StudioActions::recentModelChosen, this, &MainWindow::openModel);
+    connect(settings_, &StudioSettings::recentChanged, a, [this] {
+        actions_->setRecent(settings_->recent(StudioSettings::Recent::Images), settings_->recent(StudioSettings::Recent::Models));
+    });
+}
+
+void MainWindow::wireControllers() {
+    connect(errors_, &ErrorReporter::shown, this, &MainWindow::errorShown);
+    connect(worker_, &Worker::progress, status_, &StudioStatusBar::showProgress);
+    connect(worker_, &Worker::idle, status_, &StudioStatusBar::hideProgress);
+
+    connect(models_, &ModelController::aboutToLoad, this, &MainWindow::stop);
+    connect(models_, &ModelController::stateChanged, this, [this] {
+        refreshModelStatus();
+        refreshAvailability();
+    });
+    connect(models_, &ModelController::loaded, this, &MainWindow::onModelLoaded);
+    connect(models_, &ModelController::loadCancelled, this, [this](const QString& dir) {
+        status_->message(tr("Loading %1 was cancelled").arg(QDir(dir).dirName()), 5000);
+    });
+
+    // A new image stops the run (its answers belong to the old image), not a model load in flight.
+    connect(images_, &ImageController::aboutToOpen, runs_, &RunController::stop);
+    connect(images_, &ImageController::shown, this, &MainWindow::onImageShown);
+    connect(images_, &ImageController::failed, document_, &DocumentController::onImageFailed);
+
+    connect(runs_, &RunController::stateChanged, this, &MainWindow::refreshAvailability);
+    connect(runs_, &RunController::summaryChanged, this, &MainWindow::refreshRunSummary);
+    connect(runs_, &RunController::answered, document_, &DocumentController::markDirty);
+    connect(runs_, &RunController::finished, this, &MainWindow::runDone);
+
+    // A vector file's suggestions are applied unless a session (which has its own plan) is restored.
+    connect(worker_, &Worker::vectorsReady, steeringCtl_,
+            [this](const VectorsInfo& info) { steeringCtl_->onVectorsReady(info, !document_->restoring()); });
+    connect(steeringCtl_, &SteeringController::vectorsReady, this, [this](const VectorsInfo& info) {
+        refreshRunSummary();
+        editChanged();
+        Q_EMIT vectorsChanged(info);
+    });
+    connect(steeringCtl_, &SteeringController::vectorsCleared, this, [this] {
+        document_->markDirty();
+        Q_EMIT vectorsChanged(steeringCtl_->vectors());
+    });
+    connect(steeringCtl_, &SteeringController::inputsEdited, document_, &DocumentController::markDirty);
+    connect(steeringCtl_, &SteeringController::vectorsExported, this, &MainWindow::vectorsExported);
+    connect(steeringCtl_, &SteeringController::maskExported, this, &MainWindow::maskExported);
+
+    connect(document_, &DocumentController::aboutToApply, this, &MainWindow::stop);
+    connect(document_, &DocumentController::saved, this, &MainWindow::sessionSaved);
+    connect(document_, &DocumentController::opened, this, &MainWindow::sessionOpened);
+    connect(document_, &DocumentController::autosaved, this, &MainWindow::autosaved);
+
+    // Last: its steps settle after the window has shown what each signal brought.
+    startup_ = new StartupSequence(options_, {errors_, status_, settings_, models_, images_, steeringCtl_, runs_, document_,
+                                              {prompt_, canvas_, steering_, heatmaps_, streams_}, this},
+                                   this);
+}
+
+// ---- what a signal brings ---------------------------------------------------------------------
+
+void MainWindow::onModelLoaded(const ModelInfo& info) {
+    runs_->forgetRun();
+    canvas_->setGridSize(info.gridRows, info.gridCols);
+    steering_->setModel(info.layers, info.kvHeads);
+    heatmaps_->setModel(info.layers, info.kvHeads);
+    streams_->clear();
+    settings_->addRecent(StudioSettings::Recent::Models, info.directory);
+    status_->message(tr("Loaded %1 in %2 s").arg(info.name).arg(info.loadMs / 1000.0, 0, 'f', 1), 5000);
+    refreshModelStatus();
+    refreshAvailability();
+    document_->updateTitle();
+    refreshRunSummary();
+    Q_EMIT modelReady(info);
+}
+
+void MainWindow::onImageShown(const ImageInfo& info, bool newImage) {
+    canvas_->setImage(info.crop, info.name);
+    imageHeader_->setText(tr("<b>%1</b> <span style='color:#8a929c'>%2×%3 → %4×%5 as the model sees it · %6×%7 patches</span>")
+                              .arg(info.name.toHtmlEscaped())
+                              .arg(info.originalWidth)
+                              .arg(info.originalHeight)
+                              .arg(info.crop.width())
+                              .arg(info.crop.height())
+                              .arg(canvas_->strength().rows)
+                              .arg(canvas_->strength().cols));
+    if (newImage) {
+        runs_->forgetRun();
+        streams_->clear();
+        heatmaps_->clear();
+        document_->markDirty();
+    }
+    document_->onImageShown(info.id);
+    refreshAvailability();
+    document_->updateTitle();
+    Q_EMIT imageShown();
+}
+
+void MainWindow::editChanged() {
+    document_->markDirty();
+    if (!document_->restoring()) runs_->editChanged();
+}
+
+void MainWindow::refreshAvailability() {
+    const ModelInfo& model = models_->info();
+    QString why;
+    if (models_->loading()) why = tr("The model is loading…");
+    else if (!model.valid()) why = tr("Load a model first (File → Open Model Directory…)");
+    else if (!images_->ready()) why = tr("Open an image first (File → Open Image…)");
+    else if (prompt_->prompt().trimmed().isEmpty()) why = tr("Type a question first");
+    prompt_->setCanRun(why.isEmpty(), why);
+    prompt_->setRunning(runs_->running());
+    actions_->setAvailability(why.isEmpty(), runs_->running(), models_->loading(), model.valid(), images_->ready());
+}
+
+void MainWindow::refreshModelStatus() { status_->showModel(models_->info(), models_->loading(), models_->loadingDirectory()); }
+
+void MainWindow::refreshRunSummary() {
+    runSummary_->show({steering_->planSettings(), canvas_->strength(), models_->info().layers, steeringCtl_->vectors(), runs_->lastPrefill(),
+                       runs_->lastStarted(), runs_->lastFinished()});
+}
+
+void MainWindow::saveHeatmapDialog() {
+    const QString path = askSavePath(this, tr("Save Heatmaps"), QStringLiteral("heatmaps.png"), tr("PNG images (*.png)"), QStringLiteral(".png"));
+    if (path.isEmpty()) return;
+    if (!heatmaps_->savePng(path)) errors_->show(tr("Save heatmaps"), tr("%1 could not be written.").arg(path));
+    else status_->message(tr("Heatmaps saved to %1").arg(path), 5000);
+}
+
+void MainWindow::rememberSettings() { settings_->save(models_->loadSettings()); }
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (!document_->confirmDiscard()) {
+        event->ignore();
+        return;
+    }
+    stop();
+    rememberSettings();
+    document_->closeCleanly();
+    event->accept();
+}
+
+// ---- scripting surface ------------------------------------------------------------------------
+
+const ModelInfo& MainWindow::modelInfo() const { return models_->info(); }
+bool MainWindow::imageReady() const { return images_->ready(); }
+bool MainWindow::running() const { return runs_->running(); }
+quint64 MainWindow::activeRunId() const { return runs_->activeRunId(); }
+const RunStarted& MainWindow::lastRunStarted() const { return runs_->lastStarted(); }
+const VectorsInfo& MainWindow::vectors() const { return steeringCtl_->vectors(); }
+QString MainWindow::lastErrorText() const { return errors_->lastText(); }
+int MainWindow::errorCount() const { return errors_->count(); }
+QString MainWindow::recoveryPath() const { return document_->recoveryPath(); }
+QByteArray MainWindow::imageBytes() const { return images_->bytes(); }
+
+void MainWindow::openImageFile(const QString& path) { images_->openFile(path); }
+void MainWindow::openImageData(const QByteArray& bytes, const QString& name) { images_->openData(bytes, name); }
+void MainWindow::openModel(const QString& directory) { models_->open(directory); }
+void MainWindow::run() { runs_->run(); }
+
+void MainWindow::stop() {
+    runs_->stop();
+    models_->cancelLoad();
+}
+
+bool MainWindow::saveSessionTo(const QString& path) { return document_->saveTo(path); }
+bool MainWindow::openSessionFrom(const QString& path) { return document_->openFrom(path); }
+void MainWindow::exportVectorsTo(const QString& path) { steeringCtl_->exportTo(path); }
+void MainWindow::importVectorsFrom(const QString& path) { steeringCtl_->importFrom(path); }
+void MainWindow::exportMaskTo(const QString& path) { steeringCtl_->exportMaskTo(path); }
+void MainWindow::importMaskFrom(const QString& spec) { steeringCtl_->importMaskFrom(spec); }
+
+} // namespace kvsteer::ui

@@ -1,0 +1,189 @@
+#include "studio/StartupSequence.h"
+
+#include "studio/DocumentController.h"
+#include "studio/ErrorReporter.h"
+#include "studio/ImageController.h"
+#include "studio/ModelController.h"
+#include "studio/SteeringController.h"
+#include "studio/StudioSettings.h"
+#include "studio/StudioStatusBar.h"
+#include "widgets/HeatmapPanel.h"
+#include "widgets/PromptPanel.h"
+#include "widgets/SteeringPanel.h"
+#include "widgets/StreamView.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QTimer>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvsteer::ui {
+
+StartupSequence::StartupSequence(const StudioOptions& options, const StartupParts& parts, QObject* parent)
+    : QObject(parent), options_(options), p_(parts) {
+    connect(p_.models, &ModelController::loaded, this, [this] {
+        if (heatmapLayer_ >= 0) {
+            p_.panes.heatmaps->setSelectedLayer(heatmapLayer_);
+            heatmapLayer_ = -1;
+        }
+        if (waiting_[Model]) settle(Model);
+    });
+    const auto modelFailed = [this] {
+        if (!waiting_[Model]) return;
+        waiting_[Model] = false;
+        runWanted_ = false;   // no model, no run
+    };
+    connect(p_.models, &ModelController::loadFailed, this, modelFailed);
+    connect(p_.models, &ModelController::loadCancelled, this, modelFailed);
+    // A newer image (one dropped meanwhile) settles the image step as well.
+    connect(p_.images, &ImageController::shown, this, [this](const ImageInfo& info) {
+        if (waiting_[Image] && info.id >= imageRequest_) settle(Image);
+    });
+    connect(p_.images, &ImageController::failed, this, [this](quint64 id) {
+        if (waiting_[Image] && id >= imageRequest_) settle(Image);
+    });
+    const auto maskSettled = [this](const QString& spec) {
+        if (waiting_[Mask] && spec == options_.maskSpec) settle(Mask);
+    };
+    connect(p_.steering, &SteeringController::maskLoaded, this, maskSettled);
+    connect(p_.steering, &SteeringController::maskLoadFailed, this, maskSettled);
+    const auto vectorsSettled = [this] {
+        if (waiting_[Vectors]) settle(Vectors);
+    };
+    connect(p_.steering, &SteeringController::vectorsReady, this, vectorsSettled);
+    connect(p_.steering, &SteeringController::vectorsFailed, this, vectorsSettled);
+    connect(p_.runs, &RunController::finished, this, &StartupSequence::onRunFinished);
+}
+
+void StartupSequence::start() {
+    const QString dir = chooseModel();
+    runWanted_ = options_.run;
+    p_.document->setRestoring(true);   // setting up from the command line is not an edit
+    if (!dir.isEmpty()) {
+        waiting_[Model] = true;
+        p_.models->open(dir);
+    } else {
+        showNoModel(QStringLiteral(KVSTEER_STUDIO_DEMO_MODEL_DIR));
+        runWanted_ = false;
+    }
+
+    if (!options_.sessionPath.isEmpty()) p_.document->openFrom(options_.sessionPath);
+    else p_.document->offerRecoveryIfAny();
+
+    applyViewOptions();
+    if (options_.heatmapLayer >= 0) heatmapLayer_ = options_.heatmapLayer;
+    p_.document->setRestoring(false);
+    if (!options_.imagePath.isEmpty()) {
+        waiting_[Image] = true;
+        imageRequest_ = p_.images->openFile(options_.imagePath);
+        if (imageRequest_ == 0) waiting_[Image] = false;   // unreadable: the error is shown
+    }
+    if (!options_.maskSpec.isEmpty()) {
+        waiting_[Mask] = true;
+        p_.steering->importMaskFrom(options_.maskSpec);
+    }
+    startVectors();
+    runIfReady();
+}
+
+QString StartupSequence::chooseModel() const {
+    // The command line, else the bundled demo model, else the most recent one.
+    if (!options_.modelDirectory.isEmpty()) return options_.modelDirectory;
+    const QString demo = QStringLiteral(KVSTEER_STUDIO_DEMO_MODEL_DIR);
+    if (QFileInfo(demo + QStringLiteral("/config.json")).exists()) return demo;
+    for (const QString& p : p_.settings->recent(StudioSettings::Recent::Models))
+        if (QFileInfo(p + QStringLiteral("/config.json")).exists()) return p;
+    return QString();
+}
+
+void StartupSequence::showNoModel(const QString& demoDir) {
+    p_.status->message(tr("No model loaded — File → Open Model Directory…"));
+    auto* box = new QMessageBox(QMessageBox::Information, tr("No model"),
+                                tr("The bundled demo model is not installed (expected in %1).\n\n"
+                                   "Open a LLaVA model directory in the llava-hf layout with File → Open Model Directory…")
+                                    .arg(QDir::toNativeSeparators(demoDir)),
+                                QMessageBox::Close, p_.window);
+    QPushButton* open = box->addButton(tr("Open Model Directory…"), QMessageBox::AcceptRole);
+    connect(open, &QPushButton::clicked, p_.models, &ModelController::openDialog);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+}
+
+void StartupSequence::applyViewOptions() {
+    PromptPanel* prompt = p_.panes.prompt;
+    if (!options_.prompt.isEmpty()) prompt->setPrompt(options_.prompt);
+    if (options_.maxTokens > 0) {
+        GenerationSettings g = prompt->generation();
+        g.maxNewTokens = options_.maxTokens;
+        prompt->setGeneration(g);
+    }
+    if (!options_.op.isEmpty() || !std::isnan(options_.ck) || !std::isnan(options_.cv) || !options_.layers.isEmpty() ||
+        options_.propagate) {
+        PlanSettings p = p_.panes.steering->planSettings();
+        p.propagate = p.propagate || options_.propagate;
+        if (!options_.op.isEmpty()) p.op = options_.op;
+        if (!std::isnan(options_.ck)) p.ck = options_.ck;
+        if (!std::isnan(options_.cv)) p.cv = options_.cv;
+        if (!options_.layers.isEmpty()) {
+            const QStringList parts = options_.layers.split(QLatin1Char('-'));
+            p.layerFrom = parts.value(0).toInt();
+            p.layerTo = parts.size() > 1 ? parts.value(1).toInt() : p.layerFrom;
+        }
+        p_.panes.steering->setPlanSettings(p);
+    }
+    if (options_.heatmapMetric >= 0) {
+        HeatmapSettings h = p_.panes.heatmaps->settings();
+        h.metric = Metric(std::clamp(options_.heatmapMetric, 0, kMetricCount - 1));
+        p_.panes.heatmaps->setSettings(h);
+    }
+}
+
+void StartupSequence::startVectors() {
+    if (!options_.vectorsPath.isEmpty()) {
+        waiting_[Vectors] = true;
+        p_.steering->importFrom(options_.vectorsPath);
+        return;
+    }
+    if (options_.targetImagePath.isEmpty()) return;
+    QFile f(options_.targetImagePath);
+    if (!f.open(QIODevice::ReadOnly)) {
+        p_.errors->show(tr("Target image"), tr("Cannot read %1: %2").arg(options_.targetImagePath, f.errorString()));
+        return;
+    }
+    SteeringPanel* panel = p_.panes.steering;
+    panel->setSource(VectorSource::SecondImage);
+    panel->setTargetImage(options_.targetImagePath, f.readAll());
+    panel->setRecipeOptions(panel->preRope(), options_.perPosition, false);
+    waiting_[Vectors] = true;
+    if (!p_.steering->compute(panel->recipe())) waiting_[Vectors] = false;   // refused: the error is shown
+}
+
+void StartupSequence::settle(Step step) {
+    waiting_[step] = false;
+    runIfReady();
+}
+
+void StartupSequence::runIfReady() {
+    if (!runWanted_ || std::any_of(std::begin(waiting_), std::end(waiting_), [](bool w) { return w; })) return;
+    runWanted_ = false;
+    if (!p_.models->info().valid() || !p_.images->ready()) return;
+    p_.runs->run();
+    runId_ = p_.runs->activeRunId();
+}
+
+void StartupSequence::onRunFinished(const RunFinished& info) {
+    if (runId_ == 0 || info.runId != runId_ || options_.readyFile.isEmpty()) return;
+    runId_ = 0;
+    QTimer::singleShot(700, this, [this] {   // let the last heatmap and the panes paint
+        QFile f(options_.readyFile);
+        StreamView* streams = p_.panes.streams;
+        if (f.open(QIODevice::WriteOnly)) f.write(QStringLiteral("unsteered: %1\nsteered: %2\n").arg(streams->text(false), streams->text(true)).toUtf8());
+    });
+}
+
+} // namespace kvsteer::ui

@@ -1,0 +1,84 @@
+#pragma once
+// SteeringController: the steering vectors the Worker holds and the files around them — computing
+// them with a recipe (refused here, before any work, when the recipe cannot run), importing and
+// exporting vector files, restoring a session's vectors, importing and exporting the painted
+// mask, loading text pairs and choosing the image to steer toward.
+#include "types/StudioTypes.h"
+
+#include <QObject>
+
+class QWidget;
+
+namespace kvsteer::ui {
+
+class ErrorReporter;
+class ImageController;
+class ModelController;
+class PatchCanvas;
+class PromptPanel;
+class SteeringPanel;
+class StudioStatusBar;
+class Worker;
+
+class SteeringController : public QObject {
+    Q_OBJECT
+public:
+    SteeringController(Worker* worker, ErrorReporter* errors, StudioStatusBar* status, const ModelController* model,
+                       const ImageController* image, PatchCanvas* canvas, PromptPanel* prompt, SteeringPanel* panel, QWidget* window);
+
+    const VectorsInfo& vectors() const { return vectors_; }
+
+    // False: refused (an error was shown, or no target image was chosen); nothing was requested.
+    bool compute(const RecipeRequest& partial);
+    void importFrom(const QString& path);
+    void exportTo(const QString& path);
+    void restore(const QByteArray& blob, const QString& origin);   // a session's vectors; empty: none
+    void clear();
+    void exportMaskTo(const QString& path);
+    void importMaskFrom(const QString& spec);
+    // Vectors arrived; a file's suggestions (operator, coefficients, layers, mask) are applied
+    // unless a session is being restored.
+    void onVectorsReady(const VectorsInfo& info, bool applySuggestions);
+
+    void importDialog();
+    void exportDialog();
+    void exportMaskDialog();
+    void importMaskDialog();
+    void loadTextPairsDialog();
+    void chooseTargetImage();
+
+Q_SIGNALS:
+    void computeRequested(const kvsteer::ui::RecipeRequest& request);
+    void importRequested(const QString& path);
+    void restoreRequested(const QByteArray& blob, const QString& origin);
+    void clearRequested();
+    void exportRequested(const QString& path, const kvsteer::ui::PlanSettings& plan, const kvsteer::ui::StrengthGrid& mask);
+    void maskExportRequested(const QString& path, const kvsteer::ui::StrengthGrid& mask);
+    void maskLoadRequested(const QString& spec);
+
+    void vectorsReady(const kvsteer::ui::VectorsInfo& info);
+    void vectorsCleared();
+    void vectorsFailed();               // computing, importing or restoring them failed (an error was shown)
+    void vectorsExported(const QString& path);
+    void maskLoaded(const QString& spec);
+    void maskLoadFailed(const QString& spec);
+    void maskExported(const QString& path);
+    void inputsEdited();                // text pairs or the target image changed
+
+private:
+    void onCleared();
+    void onFailed(const QString& title, const QString& message);
+
+    ErrorReporter* errors_;
+    StudioStatusBar* status_;
+    const ModelController* model_;
+    const ImageController* image_;
+    PatchCanvas* canvas_;
+    PromptPanel* prompt_;
+    SteeringPanel* panel_;
+    QWidget* window_;
+    VectorsInfo vectors_;
+    bool computing_ = false;
+};
+
+} // namespace kvsteer::ui

@@ -1,0 +1,38 @@
+#pragma once
+// StudioOptions: how a studio window starts — what the command line (app/studio_main.cpp) or a
+// test asks for: the model, the image, the mask, the vectors, a run, and where state is kept.
+#include "types/StudioTypes.h"
+
+#include <QString>
+#include <QtNumeric>
+
+namespace kvsteer::ui {
+
+struct StudioOptions {
+    QString modelDirectory;           // empty: the bundled demo model, else the most recent one
+    LoadSettings load;
+    bool loadOverride = false;        // `load` given on the command line (else from QSettings)
+    QString imagePath;
+    QString prompt;
+    QString maskSpec;                 // PNG / .npy / .safetensors / rect:r0,c0,r1,c1
+    QString vectorsPath;
+    QString targetImagePath;          // compute image-pair vectors toward this image at start
+    QString sessionPath;
+    QString op;
+    QString layers;                   // "A-B" or "N"
+    double ck = qQNaN();
+    double cv = qQNaN();
+    int maxTokens = 0;
+    int heatmapMetric = -1;
+    int heatmapLayer = -1;
+    bool perPosition = false;         // --steer-toward computes one direction per patch
+    bool propagate = false;
+    bool run = false;                 // run once everything above is ready
+    QString readyFile;                // written when that run (and its heatmap) has finished
+    bool offerRecovery = true;
+    QString recoveryPath;             // empty: AppDataLocation/recovery.kvsession
+    bool confirmClose = true;         // ask about unsaved changes on close
+    bool useSettings = true;          // read and write QSettings (off in tests)
+};
+
+} // namespace kvsteer::ui

@@ -1,0 +1,54 @@
+#include "widgets/RunSummary.h"
+
+#include <algorithm>
+
+namespace kvsteer::ui {
+
+RunSummary::RunSummary(QWidget* parent) : QLabel(parent) {
+    setObjectName(QStringLiteral("runInfo"));
+    setTextFormat(Qt::RichText);
+    setWordWrap(true);
+    setStyleSheet(QStringLiteral("QLabel#runInfo { background: palette(base); border: 1px solid palette(mid);"
+                                 " border-radius: 6px; padding: 6px 10px; }"));
+}
+
+void RunSummary::show(const RunSummaryInput& in) {
+    const PlanSettings& p = in.plan;
+    const StrengthGrid& g = in.mask;
+    const bool haveModel = in.modelLayers > 0;
+    const int last = std::max(0, in.modelLayers - 1);
+    const int to = p.layerTo < 0 ? last : p.layerTo;
+    QString heads = p.heads.isEmpty() ? tr("all KV heads") : tr("KV heads %1").arg([&] {
+        QStringList l;
+        for (int h : p.heads) l << QString::number(h);
+        return l.join(QLatin1Char(','));
+    }());
+    const QString grey = QStringLiteral("color:#6b737d");
+    QString html = QStringLiteral("<table cellspacing='0' cellpadding='1'>");
+    auto row = [&](const QString& k, const QString& v) {
+        html += QStringLiteral("<tr><td style='%1; padding-right:10px'>%2</td><td>%3</td></tr>").arg(grey, k, v);
+    };
+    row(tr("Plan"), tr("<b>%1</b> · c<sub>k</sub> %2 · c<sub>v</sub> %3 · %4 · %5 · %6")
+                        .arg(p.op)
+                        .arg(p.ck, 0, 'g', 4)
+                        .arg(p.cv, 0, 'g', 4)
+                        .arg(p.propagate ? tr("propagate") : tr("edit only"))
+                        .arg(!haveModel ? tr("layers —") : p.layerFrom == to ? tr("layer %1").arg(to) : tr("layers %1–%2").arg(p.layerFrom).arg(to))
+                        .arg(heads));
+    row(tr("Mask"), tr("%1 of %2 patches painted · max strength %3").arg(g.paintedCells()).arg(g.size()).arg(g.maximum(), 0, 'f', 2));
+    row(tr("Vectors"), in.vectors.valid() ? QStringLiteral("%1 · %2").arg(in.vectors.recipe.toHtmlEscaped(), in.vectors.origin.toHtmlEscaped())
+                                          : QStringLiteral("<span style='%1'>%2</span>").arg(grey, tr("none yet")));
+    if (in.lastPrefill.runId != 0) {
+        QString run = tr("prefill %1 tokens in %2 ms (kept) · edit %3 ms")
+                          .arg(in.lastPrefill.promptTokens)
+                          .arg(in.lastPrefill.prefillMs, 0, 'f', 0)
+                          .arg(in.lastStarted.editMs, 0, 'f', 1);
+        if (in.lastFinished.runId == in.lastStarted.runId && in.lastFinished.decodeMs > 0)
+            run += tr(" · decode %1 tok/s").arg(1000.0 * in.lastFinished.steps / in.lastFinished.decodeMs, 0, 'f', 0);
+        row(tr("Last run"), run);
+    }
+    html += QStringLiteral("</table>");
+    setText(html);
+}
+
+} // namespace kvsteer::ui
