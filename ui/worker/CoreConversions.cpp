@@ -1,0 +1,135 @@
+#include "analysis/Heatmaps.h"
+#include "Error.h"
+
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/softmax.h>
+#include <ATen/ops/topk.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "worker/CoreConversions.h"
+
+namespace kvsteer::ui {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Readable text for anything the core or libtorch can throw while doing `what`.
+QString describeFailure(const QString& what, const std::exception_ptr& error) {
+    const QString oom = QStringLiteral(
+        "Out of memory while %1.\n\nClose other programs, load the model with a 16-bit dtype "
+        "(Edit → Preferences), or lower “Max tokens”.")
+                            .arg(what);
+    try {
+        std::rethrow_exception(error);
+    } catch (const kvsteer::Error& e) {
+        return qs(e.what());
+    } catch (const std::bad_alloc&) {
+        return oom;
+    } catch (const c10::Error& e) {
+        const QString msg = qs(e.what_without_backtrace());
+        if (msg.contains(QLatin1String("out of memory"), Qt::CaseInsensitive) ||
+            msg.contains(QLatin1String("can't allocate memory"), Qt::CaseInsensitive))
+            return oom;
+        return QStringLiteral("libtorch failed while %1:\n%2").arg(what, msg.section(QLatin1Char('\n'), 0, 2));
+    } catch (const std::exception& e) {
+        return QStringLiteral("Failed while %1:\n%2").arg(what, qs(e.what()));
+    } catch (...) {
+        return QStringLiteral("Unknown failure while %1.").arg(what);
+    }
+}
+
+at::Tensor gridTensor(const StrengthGrid& g) {
+    return at::from_blob(const_cast<float*>(g.values.constData()), {g.rows, g.cols}, at::TensorOptions().dtype(at::kFloat))
+        .clone();
+}
+
+StrengthGrid gridFromTensor(const at::Tensor& t) {
+    const at::Tensor c = t.to(at::kCPU).to(at::kFloat).contiguous();
+    StrengthGrid g(int(c.size(0)), int(c.size(1)));
+    std::copy(c.data_ptr<float>(), c.data_ptr<float>() + g.size(), g.values.begin());
+    return g;
+}
+
+QVector<float> toVector(const at::Tensor& t) {
+    const at::Tensor c = t.to(at::kCPU).to(at::kFloat).contiguous();
+    QVector<float> v(int(c.numel()));
+    std::copy(c.data_ptr<float>(), c.data_ptr<float>() + c.numel(), v.begin());
+    return v;
+}
+
+QImage toQImage(const ImageU8& img) {
+    QImage out(img.width, img.height, QImage::Format_RGB888);
+    for (int y = 0; y < img.height; ++y)
+        std::memcpy(out.scanLine(y), img.rgb.data() + size_t(y) * img.width * 3, size_t(img.width) * 3);
+    return out;
+}
+
+// A token piece as a person reads it: "▁blue" → " blue", "<0x0A>" → "↵".
+QString readablePiece(const Tokenizer& tok, int64_t id) {
+    QString p = qs(tok.piece(id));
+    if (p.size() == 6 && p.startsWith(QLatin1String("<0x")) && p.endsWith(QLatin1Char('>'))) {
+        bool ok = false;
+        const int byte = p.mid(3, 2).toInt(&ok, 16);
+        if (ok && byte == 0x0A) return QStringLiteral("↵");
+        if (ok && byte >= 0x20 && byte < 0x7F) return QString(QChar(byte));
+        return p;
+    }
+    p.replace(QChar(0x2581), QLatin1Char(' '));
+    return p;
+}
+
+std::vector<int> layerRange(const PlanSettings& p, int layers) {
+    const int from = std::clamp(p.layerFrom, 0, layers - 1);
+    const int to = p.layerTo < 0 ? layers - 1 : std::clamp(p.layerTo, 0, layers - 1);
+    std::vector<int> r;
+    for (int l = from; l <= to; ++l) r.push_back(l);
+    return r;
+}
+
+
+StreamToken streamToken(const TokenEvent& ev, const Tokenizer& tok) {
+    StreamToken t;
+    t.id = ev.id;
+    if (ev.id < 0) return t;
+    t.text = qs(ev.text);
+    t.eos = ev.eos;
+    if (ev.logits && ev.logits->defined()) {
+        const at::Tensor probs = at::softmax(ev.logits->to(at::kCPU).to(at::kFloat), -1);
+        const auto top = at::topk(probs, std::min<int64_t>(5, probs.size(0)));
+        const at::Tensor values = std::get<0>(top).contiguous(), ids = std::get<1>(top).contiguous();
+        for (int64_t i = 0; i < ids.numel(); ++i) {
+            Alternative a;
+            a.id = ids.data_ptr<int64_t>()[i];
+            a.probability = values.data_ptr<float>()[i];
+            a.text = a.id < tok.vocabSize() ? readablePiece(tok, a.id) : QStringLiteral("⟨%1⟩").arg(a.id);
+            t.top.push_back(a);
+        }
+    }
+    return t;
+}
+
+
+VectorsInfo describeVectors(const SteeringVectors& v, const SteeringFileInfo& info) {
+    VectorsInfo out;
+    out.recipe = qs(info.recipe);
+    out.keySpace = qs(keySpaceName(v.keySpace));
+    out.perPosition = v.perPosition();
+    for (int l = 0; l < v.numLayers(); ++l) out.layersWithVectors += v.hasLayer(l) ? 1 : 0;
+    out.modelName = qs(info.modelName);
+    out.suggestedOperator = qs(info.operatorName);
+    for (double c : info.ck) out.suggestedCk.push_back(c);
+    for (double c : info.cv) out.suggestedCv.push_back(c);
+    for (int l : info.layers) out.suggestedLayers.push_back(l);
+    if (v.mask.defined() && v.mask.dim() == 2) {
+        out.mask = gridFromTensor(v.mask);
+        out.hasMask = true;
+    }
+    return out;
+}
+
+} // namespace kvsteer::ui

@@ -1,0 +1,59 @@
+#pragma once
+// The Worker's private state: the model, the image, the kept prefill and the last steered cache,
+// the held vectors, and the thread-safe flags the UI thread sets. Shared by Worker.cpp (model,
+// image, runs, heatmaps) and WorkerVectors.cpp (vectors and masks); nothing else includes it.
+#include "generate/Session.h"
+#include "models/llava/LlavaModel.h"
+#include "steer/SteeringPlan.h"
+#include "steer/SteeringVectors.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "worker/Worker.h"
+
+#include <QTemporaryDir>
+
+namespace kvsteer::ui {
+
+struct Worker::State {
+    std::shared_ptr<LlavaModel> model;
+    ModelInfo info;
+
+    quint64 imageId = 0;
+    QString imageName;
+    ImageU8 image;
+
+    std::unique_ptr<Session> session;
+    quint64 prefillImageId = 0;
+    QString prefillPrompt;
+
+    std::optional<SteeredCache> steered;                 // the last run's edited cache
+    std::vector<at::Tensor> attention;                   // the last step's attention, [2, H, S] per layer
+    int attentionStep = -1;
+    QString attentionToken[2];                           // the token each row produced at that step
+    quint64 lastRunId = 0;
+
+    std::optional<SteeringVectors> vectors;
+    SteeringFileInfo vectorsFile;
+    VectorsInfo vectorsInfo;
+    QByteArray pendingBlob;                              // vectors that arrived before a model
+    QString pendingOrigin;
+
+    QTemporaryDir temp;
+    std::atomic<quint64> cancelBelow{0};
+    std::atomic<bool> cancelLoad{false};
+    std::atomic<int> steps{0};
+    mutable std::mutex heatmapMutex;
+    HeatmapSettings heatmap;
+
+    HeatmapSettings heatmapSettings() const {
+        std::lock_guard<std::mutex> lock(heatmapMutex);
+        return heatmap;
+    }
+};
+
+} // namespace kvsteer::ui

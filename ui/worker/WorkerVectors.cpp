@@ -1,0 +1,233 @@
+// The Worker's steering-vector and mask requests: compute (a recipe), import, hold a session's
+// vectors, export with the panel's plan, and masks in and out. The core comes first, as in Worker.cpp.
+#include "Error.h"
+#include "Runtime.h"
+#include "io/Image.h"
+#include "models/llava/LlavaModel.h"
+#include "analysis/Heatmaps.h"
+#include "generate/Prompt.h"
+#include "generate/Session.h"
+#include "steer/SideBySide.h"
+#include "steer/Mask.h"
+#include "steer/PlanOptions.h"
+#include "steer/Recipes.h"
+#include "steer/SteeringPlan.h"
+#include "steer/SteeringVectors.h"
+
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/softmax.h>
+#include <ATen/ops/topk.h>
+#include <ATen/ops/zeros.h>
+#include <c10/core/GradMode.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <optional>
+
+#include "worker/CoreConversions.h"
+#include "worker/WorkerState.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+namespace kvsteer::ui {
+
+void Worker::computeVectors(const RecipeRequest& req) {
+    if (!d->model) {
+        Q_EMIT vectorsComputeFailed(tr("Load a model before computing steering vectors."));
+        return;
+    }
+    const QString what = tr("computing steering vectors");
+    try {
+        c10::NoGradGuard noGrad;
+        ExtractOptions o;
+        o.keySpace = req.preRope ? KeySpace::PreRope : KeySpace::PostRope;
+        o.perPosition = req.perPosition;
+        o.pca = req.pca;
+        SteeringVectors v;
+        QJsonObject inputs{{QStringLiteral("pca"), req.pca}, {QStringLiteral("per_position"), req.perPosition}};
+        std::string recipe;
+        QString origin;
+        switch (req.source) {
+        case VectorSource::SecondImage: {
+            if (d->image.empty()) throw kvsteer::Error("open the image to steer first; the recipe contrasts it with the target image");
+            if (req.targetImage.isEmpty()) throw kvsteer::Error("choose the image to steer toward");
+            Q_EMIT progress(tr("Computing vectors: prefilling both images…"), 0, 0);
+            const ImageU8 target = decodeImage(reinterpret_cast<const uint8_t*>(req.targetImage.constData()),
+                                               size_t(req.targetImage.size()), ss(req.targetName));
+            // Δ = target − current: adding it moves the current image toward the target.
+            v = extractImagePair(d->model, ss(req.prompt), target, d->image, o);
+            recipe = "image-pair";
+            origin = tr("toward %1 (from %2)").arg(req.targetName, d->imageName);
+            inputs.insert(QStringLiteral("prompt"), req.prompt);
+            inputs.insert(QStringLiteral("image_a"), req.targetName);
+            inputs.insert(QStringLiteral("image_b"), d->imageName);
+            break;
+        }
+        case VectorSource::PaintedRegion: {
+            if (d->image.empty()) throw kvsteer::Error("open an image first; the recipe contrasts its painted region with the rest");
+            Q_EMIT progress(tr("Computing vectors: painted region vs the rest…"), 0, 0);
+            v = extractRegion(d->model, ss(req.prompt), d->image, gridTensor(req.region), o);
+            recipe = "region";
+            origin = tr("painted region of %1 (%2 cells)").arg(d->imageName).arg(req.region.paintedCells());
+            inputs.insert(QStringLiteral("prompt"), req.prompt);
+            inputs.insert(QStringLiteral("image"), d->imageName);
+            break;
+        }
+        case VectorSource::TextPairs: {
+            std::vector<TextPair> pairs;
+            QJsonArray list;
+            for (const TextPairItem& p : req.pairs) {
+                if (p.positive.trimmed().isEmpty() || p.negative.trimmed().isEmpty()) continue;
+                pairs.push_back({ss(p.positive), ss(p.negative)});
+                list.append(QJsonObject{{QStringLiteral("positive"), p.positive}, {QStringLiteral("negative"), p.negative}});
+            }
+            if (pairs.empty()) throw kvsteer::Error("text pairs: enter at least one pair with both a positive and a negative prompt");
+            Q_EMIT progress(tr("Computing vectors from %1 text pairs…").arg(pairs.size()), 0, 0);
+            v = extractTextPairs(d->model, pairs, o);
+            recipe = "text-pairs";
+            origin = tr("%n text pair(s)", nullptr, int(pairs.size()));
+            inputs.insert(QStringLiteral("pairs"), list);
+            break;
+        }
+        case VectorSource::File:
+            importVectors(req.filePath);
+            return;
+        }
+        const SteeringFileInfo info =
+            newVectorsFileInfo(*d->model, recipe, QJsonDocument(inputs).toJson(QJsonDocument::Compact).toStdString(), o.keySpace);
+        const QString path = d->temp.filePath(QStringLiteral("computed.safetensors"));
+        saveSteeringFile(ss(path), v, info);
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly)) throw kvsteer::Error("cannot read back " + ss(path));
+        const VectorsInfo out = holdVectors(std::move(v), info, f.readAll(), origin, false);
+        d->steered.reset();
+        Q_EMIT idle();
+        Q_EMIT vectorsReady(out);
+    } catch (...) {
+        Q_EMIT idle();
+        Q_EMIT vectorsComputeFailed(describeFailure(what, std::current_exception()));
+    }
+}
+
+VectorsInfo Worker::holdVectors(SteeringVectors vectors, const SteeringFileInfo& file, const QByteArray& blob, const QString& origin,
+                                bool fromFile) {
+    VectorsInfo out = describeVectors(vectors, file);
+    out.blob = blob;
+    out.origin = origin;
+    out.fromFile = fromFile;
+    if (out.recipe.isEmpty()) out.recipe = QStringLiteral("imported");
+    d->vectors = std::move(vectors);
+    d->vectorsFile = file;
+    d->vectorsInfo = out;
+    return out;
+}
+
+void Worker::importVectors(const QString& path) {
+    if (!d->model) {
+        Q_EMIT vectorsImportFailed(path, tr("Load a model before importing steering vectors: a vector file belongs to one model."));
+        return;
+    }
+    try {
+        SteeringFileInfo info;
+        SteeringVectors v = loadSteeringFile(ss(path), *d->model, &info);   // validates against the model
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly)) throw kvsteer::Error("cannot read " + ss(path));
+        Q_EMIT vectorsReady(holdVectors(std::move(v), info, f.readAll(), QFileInfo(path).fileName(), true));
+    } catch (...) {
+        Q_EMIT vectorsImportFailed(path, describeFailure(tr("importing %1").arg(QFileInfo(path).fileName()), std::current_exception()));
+    }
+}
+
+void Worker::setVectorsBlob(const QByteArray& blob, const QString& origin) {
+    if (blob.isEmpty()) {
+        clearVectors();
+        return;
+    }
+    if (!d->model) {   // validated when a model arrives
+        d->pendingBlob = blob;
+        d->pendingOrigin = origin;
+        return;
+    }
+    const QString path = d->temp.filePath(QStringLiteral("session-vectors.safetensors"));
+    try {
+        QFile f(path);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(blob) != blob.size())
+            throw kvsteer::Error("cannot write a temporary copy of the vectors to " + ss(path));
+        f.close();
+        SteeringFileInfo info;
+        SteeringVectors v = loadSteeringFile(ss(path), *d->model, &info);
+        Q_EMIT vectorsReady(holdVectors(std::move(v), info, blob, origin, false));
+    } catch (...) {
+        QString msg = describeFailure(tr("loading the session's steering vectors"), std::current_exception());
+        msg.replace(path, tr("the session's vectors"));
+        Q_EMIT sessionVectorsFailed(msg);
+    }
+}
+
+void Worker::clearVectors() {
+    d->vectors.reset();
+    d->vectorsInfo = VectorsInfo();
+    d->pendingBlob.clear();
+    Q_EMIT vectorsCleared();
+}
+
+void Worker::exportVectors(const QString& path, const PlanSettings& plan, const StrengthGrid& strength) {
+    if (!d->model || !d->vectors) {
+        Q_EMIT vectorsExportFailed(path, tr("There are no steering vectors to export yet: compute or import them first."));
+        return;
+    }
+    try {
+        SteeringVectors v = *d->vectors;
+        v.mask = gridTensor(strength);
+        SteeringFileInfo info = d->vectorsFile;
+        info.modelName = d->model->config().name;
+        info.configHash = d->model->config().configHash;
+        info.operatorName = ss(plan.op);
+        info.ck = {plan.ck};
+        info.cv = {plan.cv};
+        info.layers = layerRange(plan, d->model->config().text.numLayers);
+        info.headMask.clear();
+        if (!plan.heads.isEmpty()) {
+            info.headMask.assign(size_t(d->model->config().text.numLayers), {});
+            for (int l : info.layers) info.headMask[size_t(l)] = std::vector<int>(plan.heads.begin(), plan.heads.end());
+        }
+        if (info.recipe.empty()) info.recipe = "imported";
+        if (info.promptTemplate.empty()) info.promptTemplate = applyChatTemplate("{question}", true);
+        info.version = KVSTEER_VERSION;
+        saveSteeringFile(ss(path), v, info);
+        Q_EMIT vectorsExported(path);
+    } catch (...) {
+        Q_EMIT vectorsExportFailed(path, describeFailure(tr("writing %1").arg(path), std::current_exception()));
+    }
+}
+
+void Worker::exportMask(const QString& path, const StrengthGrid& strength) {
+    try {
+        const int cell = std::max(1, (d->model ? d->info.cropWidth : 336) / std::max(1, strength.cols));
+        saveMaskPng(ss(path), gridTensor(strength), cell);
+        Q_EMIT maskExported(path);
+    } catch (...) {
+        Q_EMIT maskExportFailed(path, describeFailure(tr("writing %1").arg(path), std::current_exception()));
+    }
+}
+
+void Worker::loadMask(const QString& spec) {
+    try {
+        const int rows = d->model ? d->info.gridRows : 24, cols = d->model ? d->info.gridCols : 24;
+        const at::Tensor m = kvsteer::loadMask(ss(spec), rows, cols);
+        Q_EMIT maskLoaded(gridFromTensor(m), spec);
+    } catch (...) {
+        Q_EMIT maskLoadFailed(spec, describeFailure(tr("reading the mask %1").arg(spec), std::current_exception()));
+    }
+}
+
+} // namespace kvsteer::ui
