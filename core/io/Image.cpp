@@ -1,25 +1,19 @@
-// kvsteer image loading and CLIP preprocessing (see Image.h).
-//
-// The resampler is an independent implementation of the algorithm Pillow 9.4 uses for
-// Image.resize(..., BICUBIC) on 8-bit images (libImaging/Resample.c): per output pixel, filter
-// weights are computed in double, normalised to sum 1, rounded to 22-bit fixed point, and applied
-// in two passes (horizontal into an 8-bit intermediate holding only the rows the vertical pass
-// needs, then vertical), each result rounded (+2^21) and clipped to 0..255.
+// Image loading: stb_image decoding of PNG, JPEG, BMP and GIF into 8-bit RGB, with pre-checks
+// for inputs that stb mishandles (a corrupt JPEG Huffman table, a truncated BMP) so that every
+// bad file is a kvsteer::Error naming it. Resizing is in ImageResize.cpp, the CLIP pipeline in
+// ClipPreprocess.cpp, PNG writing in ImageWrite.cpp.
 #include "io/Image.h"
 
 #include "Error.h"
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 // stb_image: private to this translation unit (static functions), so nothing else in the program
 // can clash with it, restricted to the formats we promise.
@@ -60,8 +54,6 @@ const char* const kExpectedFormats = "expected PNG, JPEG, BMP or GIF";
 
 std::string imagePrefix(const std::string& name) { return "image " + name + ": "; }
 
-// Python's floor division for ints.
-long long floorDiv2(long long v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
 // A guess at the container, for clearer error messages.
 std::string sniffFormat(const uint8_t* d, size_t n) {
@@ -145,204 +137,6 @@ std::string bmpTruncation(const uint8_t* d, size_t n) {
     if (static_cast<long long>(n) < need)
         return "the file is truncated (" + std::to_string(n) + " bytes; the header needs " + std::to_string(need) + ")";
     return "";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Resampling (Pillow's bicubic convolution, fixed point, 8 bits per channel)
-
-constexpr int kPrecisionBits = 32 - 8 - 2;  // 22
-constexpr double kBicubicSupport = 2.0;
-
-// Products through a volatile so that the compiler can never fuse them into an FMA (which would
-// round differently from Pillow's separately rounded multiply and add).
-inline double mulNoFma(double a, double b) {
-    volatile double p = a * b;
-    return p;
-}
-
-// Keys' cubic convolution kernel with a = -0.5.
-double bicubicFilter(double x) {
-    const double a = -0.5;
-    if (x < 0.0) x = -x;
-    if (x < 1.0) {
-        const double t = mulNoFma(a + 2.0, x) - (a + 3.0);
-        return mulNoFma(mulNoFma(t, x), x) + 1.0;
-    }
-    if (x < 2.0) {
-        const double t1 = mulNoFma(x - 5.0, x) + 8.0;
-        const double t2 = mulNoFma(t1, x) - 4.0;
-        return mulNoFma(t2, a);
-    }
-    return 0.0;
-}
-
-// Fixed-point coefficients for one axis: output i reads `count[i]` input samples starting at
-// `first[i]` with weights kk[i * ksize + j].
-struct AxisCoeffs {
-    int ksize = 0;
-    std::vector<int> first;
-    std::vector<int> count;
-    std::vector<int32_t> kk;
-};
-
-AxisCoeffs computeCoeffs(int inSize, int outSize) {
-    // Box is the whole input: in0 = 0, in1 = inSize.
-    const double scale = static_cast<double>(inSize) / outSize;
-    const double filterScale = scale < 1.0 ? 1.0 : scale;
-    const double support = kBicubicSupport * filterScale;
-    AxisCoeffs c;
-    c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
-    c.first.resize(outSize);
-    c.count.resize(outSize);
-    c.kk.assign(static_cast<size_t>(outSize) * c.ksize, 0);
-    std::vector<double> w(c.ksize);
-    const double ss = 1.0 / filterScale;
-    for (int xx = 0; xx < outSize; ++xx) {
-        const double center = mulNoFma(xx + 0.5, scale);
-        int xmin = static_cast<int>(center - support + 0.5);
-        if (xmin < 0) xmin = 0;
-        int xmax = static_cast<int>(center + support + 0.5);
-        if (xmax > inSize) xmax = inSize;
-        xmax -= xmin;
-        if (xmax > c.ksize) xmax = c.ksize;  // cannot happen; keeps indexing safe
-        double sum = 0.0;
-        for (int x = 0; x < xmax; ++x) {
-            const double v = bicubicFilter(mulNoFma(x + xmin - center + 0.5, ss));
-            w[x] = v;
-            sum += v;
-        }
-        for (int x = 0; x < xmax; ++x) {
-            if (sum != 0.0) w[x] /= sum;
-        }
-        int32_t* k = &c.kk[static_cast<size_t>(xx) * c.ksize];
-        for (int x = 0; x < xmax; ++x) {
-            const double scaled = w[x] * static_cast<double>(1 << kPrecisionBits);
-            k[x] = static_cast<int32_t>(w[x] < 0 ? scaled - 0.5 : scaled + 0.5);
-        }
-        c.first[xx] = xmin;
-        c.count[xx] = xmax;
-    }
-    return c;
-}
-
-inline uint8_t clip8(int64_t v) {
-    if (v >= (int64_t(1) << kPrecisionBits << 8)) return 255;
-    if (v <= 0) return 0;
-    return static_cast<uint8_t>(v >> kPrecisionBits);
-}
-
-// Horizontal pass over input rows [rowBegin, rowBegin + out.height).
-void resampleHorizontal(const ImageU8& in, ImageU8& out, int rowBegin, const AxisCoeffs& c) {
-    const int64_t half = int64_t(1) << (kPrecisionBits - 1);
-    for (int yy = 0; yy < out.height; ++yy) {
-        const uint8_t* row = &in.rgb[static_cast<size_t>(yy + rowBegin) * in.width * 3];
-        uint8_t* dst = &out.rgb[static_cast<size_t>(yy) * out.width * 3];
-        for (int xx = 0; xx < out.width; ++xx) {
-            const int32_t* k = &c.kk[static_cast<size_t>(xx) * c.ksize];
-            const uint8_t* src = row + static_cast<size_t>(c.first[xx]) * 3;
-            int64_t s0 = half, s1 = half, s2 = half;
-            for (int x = 0; x < c.count[xx]; ++x) {
-                s0 += int64_t(src[x * 3 + 0]) * k[x];
-                s1 += int64_t(src[x * 3 + 1]) * k[x];
-                s2 += int64_t(src[x * 3 + 2]) * k[x];
-            }
-            dst[xx * 3 + 0] = clip8(s0);
-            dst[xx * 3 + 1] = clip8(s1);
-            dst[xx * 3 + 2] = clip8(s2);
-        }
-    }
-}
-
-// Vertical pass; input rows are offset by -rowShift relative to the coefficients' indices.
-void resampleVertical(const ImageU8& in, ImageU8& out, int rowShift, const AxisCoeffs& c) {
-    const int64_t half = int64_t(1) << (kPrecisionBits - 1);
-    const size_t stride = static_cast<size_t>(in.width) * 3;
-    for (int yy = 0; yy < out.height; ++yy) {
-        const int32_t* k = &c.kk[static_cast<size_t>(yy) * c.ksize];
-        const int ymin = c.first[yy] - rowShift;
-        const int n = c.count[yy];
-        uint8_t* dst = &out.rgb[static_cast<size_t>(yy) * out.width * 3];
-        for (int xx = 0; xx < out.width; ++xx) {
-            const uint8_t* src = &in.rgb[static_cast<size_t>(ymin) * stride + static_cast<size_t>(xx) * 3];
-            int64_t s0 = half, s1 = half, s2 = half;
-            for (int y = 0; y < n; ++y) {
-                const uint8_t* p = src + static_cast<size_t>(y) * stride;
-                s0 += int64_t(p[0]) * k[y];
-                s1 += int64_t(p[1]) * k[y];
-                s2 += int64_t(p[2]) * k[y];
-            }
-            dst[xx * 3 + 0] = clip8(s0);
-            dst[xx * 3 + 1] = clip8(s1);
-            dst[xx * 3 + 2] = clip8(s2);
-        }
-    }
-}
-
-void checkImage(const ImageU8& img, const char* what) {
-    if (img.width <= 0 || img.height <= 0)
-        throw Error(std::string(what) + ": empty image (" + std::to_string(img.width) + "x" +
-                    std::to_string(img.height) + "); expected a non-empty RGB image");
-    if (img.rgb.size() != static_cast<size_t>(img.width) * img.height * 3)
-        throw Error(std::string(what) + ": pixel buffer holds " + std::to_string(img.rgb.size()) +
-                    " bytes; expected width*height*3 = " +
-                    std::to_string(static_cast<size_t>(img.width) * img.height * 3));
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON helpers for preprocessor_config.json
-
-using nlohmann::json;
-
-[[noreturn]] void fieldError(const std::string& file, const std::string& field, const std::string& expected,
-                             const json& got) {
-    std::string shown = got.dump();
-    if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
-    throw Error(file + ": field \"" + field + "\": expected " + expected + ", got " + shown);
-}
-
-bool getBool(const json& j, const std::string& file, const char* key, bool def) {
-    auto it = j.find(key);
-    if (it == j.end()) return def;
-    if (!it->is_boolean()) fieldError(file, key, "true or false", *it);
-    return it->get<bool>();
-}
-
-int positiveInt(const json& v, const std::string& file, const std::string& field) {
-    if (!v.is_number_integer()) fieldError(file, field, "a positive integer", v);
-    const long long n = v.is_number_unsigned() ? static_cast<long long>(std::min<uint64_t>(v.get<uint64_t>(), 1u << 30))
-                                               : v.get<long long>();
-    if (n <= 0 || n > (1 << 20)) fieldError(file, field, "a positive integer (at most 1048576)", v);
-    return static_cast<int>(n);
-}
-
-double finiteNumber(const json& v, const std::string& file, const std::string& field) {
-    if (!v.is_number()) fieldError(file, field, "a number", v);
-    const double d = v.get<double>();
-    if (!std::isfinite(d)) fieldError(file, field, "a finite number", v);
-    return d;
-}
-
-void getTriple(const json& j, const std::string& file, const char* key, float out[3], bool nonZero) {
-    auto it = j.find(key);
-    if (it == j.end()) return;
-    const std::string what = nonZero ? "a non-zero number or a list of 3 non-zero numbers"
-                                     : "a number or a list of 3 numbers";
-    double v[3];
-    if (it->is_number()) {
-        v[0] = v[1] = v[2] = finiteNumber(*it, file, key);
-    } else if (it->is_array() && it->size() == 3) {
-        for (int c = 0; c < 3; ++c) {
-            const json& e = (*it)[static_cast<size_t>(c)];
-            if (!e.is_number()) fieldError(file, key, what, *it);
-            v[c] = finiteNumber(e, file, std::string(key) + "[" + std::to_string(c) + "]");
-        }
-    } else {
-        fieldError(file, key, what, *it);
-    }
-    for (int c = 0; c < 3; ++c) {
-        if (nonZero && static_cast<float>(v[c]) == 0.0f) fieldError(file, key, what, *it);
-        out[c] = static_cast<float>(v[c]);
-    }
 }
 
 } // namespace
@@ -447,212 +241,14 @@ ImageU8 loadImage(const std::string& path) {
     return decodeImage(bytes.data(), bytes.size(), path);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Geometry
-
-ImageU8 resizeBicubic(const ImageU8& img, int newWidth, int newHeight) {
-    checkImage(img, "resizeBicubic");
-    if (newWidth <= 0 || newHeight <= 0)
-        throw Error("resizeBicubic: target size " + std::to_string(newWidth) + "x" + std::to_string(newHeight) +
-                    " is invalid; expected a width and height > 0");
-    if (static_cast<long long>(newWidth) * newHeight > kMaxImagePixels)
-        throw Error("resizeBicubic: target size " + std::to_string(newWidth) + "x" + std::to_string(newHeight) +
-                    " is too large; expected at most " + std::to_string(kMaxImagePixels) + " pixels");
-    const bool needH = newWidth != img.width;
-    const bool needV = newHeight != img.height;
-    if (!needH && !needV) return img;  // Pillow: same size -> copy
-
-    const AxisCoeffs ch = computeCoeffs(img.width, newWidth);
-    const AxisCoeffs cv = computeCoeffs(img.height, newHeight);
-
-    // Rows of the input the vertical pass reads.
-    const int rowFirst = cv.first[0];
-    const int rowLast = cv.first[newHeight - 1] + cv.count[newHeight - 1];
-
-    if (needH) {
-        if (static_cast<long long>(newWidth) * (rowLast - rowFirst) > kMaxImagePixels)
-            throw Error("resizeBicubic: resizing " + std::to_string(img.width) + "x" + std::to_string(img.height) +
-                        " to " + std::to_string(newWidth) + "x" + std::to_string(newHeight) +
-                        " needs a too large intermediate image; expected at most " +
-                        std::to_string(kMaxImagePixels) + " pixels");
-        ImageU8 tmp(newWidth, rowLast - rowFirst);
-        resampleHorizontal(img, tmp, rowFirst, ch);
-        if (!needV) return tmp;  // rowFirst == 0 and all rows when the height is unchanged
-        ImageU8 out(newWidth, newHeight);
-        resampleVertical(tmp, out, rowFirst, cv);
-        return out;
-    }
-    ImageU8 out(img.width, newHeight);
-    resampleVertical(img, out, 0, cv);
-    return out;
-}
-
-ImageU8 centerCrop(const ImageU8& img, int cropWidth, int cropHeight) {
-    checkImage(img, "centerCrop");
-    if (cropWidth <= 0 || cropHeight <= 0)
-        throw Error("centerCrop: crop size " + std::to_string(cropWidth) + "x" + std::to_string(cropHeight) +
-                    " is invalid; expected a width and height > 0");
-    const long long H = img.height, W = img.width;
-    long long top = floorDiv2(H - cropHeight), left = floorDiv2(W - cropWidth);
-    long long bottom = top + cropHeight, right = left + cropWidth;
-    // transformers pads a too-small image with zeros, centred (pad before = ceil(diff / 2)).
-    const long long newH = std::max<long long>(cropHeight, H), newW = std::max<long long>(cropWidth, W);
-    const long long topPad = (newH - H + 1) / 2, leftPad = (newW - W + 1) / 2;
-    top += topPad;
-    bottom += topPad;
-    left += leftPad;
-    right += leftPad;
-    const long long y0 = std::max<long long>(0, top), y1 = std::min(newH, bottom);
-    const long long x0 = std::max<long long>(0, left), x1 = std::min(newW, right);
-    ImageU8 out(static_cast<int>(x1 - x0), static_cast<int>(y1 - y0));
-    for (long long y = y0; y < y1; ++y) {
-        const long long sy = y - topPad;
-        if (sy < 0 || sy >= H) continue;
-        for (long long x = x0; x < x1; ++x) {
-            const long long sx = x - leftPad;
-            if (sx < 0 || sx >= W) continue;
-            const size_t s = (static_cast<size_t>(sy) * img.width + static_cast<size_t>(sx)) * 3;
-            const size_t d = (static_cast<size_t>(y - y0) * out.width + static_cast<size_t>(x - x0)) * 3;
-            out.rgb[d] = img.rgb[s];
-            out.rgb[d + 1] = img.rgb[s + 1];
-            out.rgb[d + 2] = img.rgb[s + 2];
-        }
-    }
-    return out;
-}
-
-ResizeSize shortestEdgeResizeSize(int width, int height, int shortestEdge) {
-    if (width <= 0 || height <= 0 || shortestEdge <= 0)
-        throw Error("shortest-edge resize: invalid sizes (image " + std::to_string(width) + "x" +
-                    std::to_string(height) + ", shortest edge " + std::to_string(shortestEdge) +
-                    "); expected positive values");
-    const bool portrait = width <= height;
-    const long long shortSide = portrait ? width : height;
-    const long long longSide = portrait ? height : width;
-    if (shortSide == shortestEdge) return {width, height};
-    // Python: int(size * long / short) -- true division of ints, then truncation.
-    const double q = static_cast<double>(static_cast<long long>(shortestEdge) * longSide) / static_cast<double>(shortSide);
-    if (!(q < static_cast<double>(std::numeric_limits<int>::max())))
-        throw Error("shortest-edge resize: image " + std::to_string(width) + "x" + std::to_string(height) +
-                    " has an absurd aspect ratio; the long edge would be " + std::to_string(q) + " pixels");
-    const int newLong = static_cast<int>(q);
-    if (newLong <= 0)
-        throw Error("shortest-edge resize: image " + std::to_string(width) + "x" + std::to_string(height) +
-                    " would resize to an empty image");
-    return portrait ? ResizeSize{shortestEdge, newLong} : ResizeSize{newLong, shortestEdge};
-}
-
-// ---------------------------------------------------------------------------------------------
-// Config
-
-ClipPreprocessConfig ClipPreprocessConfig::fromJsonString(const std::string& text, const std::string& file) {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::exception& e) {
-        throw Error(file + ": not valid JSON (" + e.what() + "); expected a preprocessor_config.json object");
-    }
-    if (!j.is_object()) throw Error(file + ": expected a JSON object (preprocessor_config.json)");
-
-    ClipPreprocessConfig cfg;
-    cfg.doResize = getBool(j, file, "do_resize", cfg.doResize);
-    cfg.doCenterCrop = getBool(j, file, "do_center_crop", cfg.doCenterCrop);
-    cfg.doRescale = getBool(j, file, "do_rescale", cfg.doRescale);
-    cfg.doNormalize = getBool(j, file, "do_normalize", cfg.doNormalize);
-    if (j.contains("do_convert_rgb")) (void)getBool(j, file, "do_convert_rgb", true);  // images are always RGB
-
-    if (auto it = j.find("size"); it != j.end()) {
-        const json& s = *it;
-        if (s.is_number_integer()) {
-            cfg.shortestEdge = positiveInt(s, file, "size");
-        } else if (s.is_object() && s.contains("shortest_edge")) {
-            cfg.shortestEdge = positiveInt(s["shortest_edge"], file, "size.shortest_edge");
-            cfg.resizeWidth = cfg.resizeHeight = 0;
-        } else if (s.is_object() && s.contains("height") && s.contains("width")) {
-            cfg.shortestEdge = 0;
-            cfg.resizeHeight = positiveInt(s["height"], file, "size.height");
-            cfg.resizeWidth = positiveInt(s["width"], file, "size.width");
-        } else {
-            fieldError(file, "size", "{\"shortest_edge\": N} or {\"height\": H, \"width\": W}", s);
-        }
-    }
-    if (auto it = j.find("crop_size"); it != j.end()) {
-        const json& s = *it;
-        if (s.is_number_integer()) {
-            cfg.cropHeight = cfg.cropWidth = positiveInt(s, file, "crop_size");
-        } else if (s.is_object() && s.contains("height") && s.contains("width")) {
-            cfg.cropHeight = positiveInt(s["height"], file, "crop_size.height");
-            cfg.cropWidth = positiveInt(s["width"], file, "crop_size.width");
-        } else {
-            fieldError(file, "crop_size", "{\"height\": H, \"width\": W}", s);
-        }
-    }
-    if (auto it = j.find("rescale_factor"); it != j.end()) {
-        cfg.rescaleFactor = finiteNumber(*it, file, "rescale_factor");
-    }
-    if (auto it = j.find("resample"); it != j.end()) {
-        if (!it->is_number_integer() || it->get<long long>() != 3)
-            fieldError(file, "resample", "3 (PIL BICUBIC, the only filter implemented)", *it);
-    }
-    getTriple(j, file, "image_mean", cfg.mean, false);
-    getTriple(j, file, "image_std", cfg.std, true);
-    return cfg;
-}
-
-ClipPreprocessConfig ClipPreprocessConfig::fromJsonFile(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec) || ec)
-        throw Error(path + ": file not found; expected a preprocessor_config.json");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error(path + ": cannot open the file for reading; expected a preprocessor_config.json");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad()) throw Error(path + ": read error; expected a preprocessor_config.json");
-    return fromJsonString(ss.str(), path);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Pipeline
-
-PreprocessedImage clipPreprocess(const ImageU8& img, const ClipPreprocessConfig& cfg) {
-    checkImage(img, "clipPreprocess");
-    PreprocessedImage out;
-    if (cfg.doResize) {
-        ResizeSize target;
-        if (cfg.shortestEdge > 0) {
-            target = shortestEdgeResizeSize(img.width, img.height, cfg.shortestEdge);
-        } else if (cfg.resizeWidth > 0 && cfg.resizeHeight > 0) {
-            target = {cfg.resizeWidth, cfg.resizeHeight};
-        } else {
-            throw Error("clipPreprocess: config has no resize size; expected shortestEdge > 0 or resizeWidth/resizeHeight > 0");
-        }
-        if (static_cast<long long>(target.width) * target.height > kMaxImagePixels)
-            throw Error("clipPreprocess: a " + std::to_string(img.width) + "x" + std::to_string(img.height) +
-                        " image would resize to " + std::to_string(target.width) + "x" +
-                        std::to_string(target.height) + "; expected at most " + std::to_string(kMaxImagePixels) +
-                        " pixels (aspect ratio too extreme)");
-        out.resized = resizeBicubic(img, target.width, target.height);
-    } else {
-        out.resized = img;
-    }
-    out.cropped = cfg.doCenterCrop ? centerCrop(out.resized, cfg.cropWidth, cfg.cropHeight) : out.resized;
-
-    const ImageU8& c = out.cropped;
-    const size_t plane = static_cast<size_t>(c.width) * c.height;
-    out.pixels.resize(plane * 3);
-    for (int ch = 0; ch < 3; ++ch) {
-        const float m = cfg.mean[ch];
-        const float s = cfg.std[ch];
-        float* dst = &out.pixels[plane * ch];
-        for (size_t i = 0; i < plane; ++i) {
-            const uint8_t u = c.rgb[i * 3 + ch];
-            // transformers: rescale in float64 then cast to float32; normalize in float32.
-            float x = cfg.doRescale ? static_cast<float>(static_cast<double>(u) * cfg.rescaleFactor) : static_cast<float>(u);
-            if (cfg.doNormalize) x = (x - m) / s;
-            dst[i] = x;
-        }
-    }
-    return out;
+void requireRgbImage(const ImageU8& img, const char* what) {
+    if (img.width <= 0 || img.height <= 0)
+        throw Error(std::string(what) + ": empty image (" + std::to_string(img.width) + "x" +
+                    std::to_string(img.height) + "); expected a non-empty RGB image");
+    if (img.rgb.size() != static_cast<size_t>(img.width) * img.height * 3)
+        throw Error(std::string(what) + ": pixel buffer holds " + std::to_string(img.rgb.size()) +
+                    " bytes; expected width*height*3 = " +
+                    std::to_string(static_cast<size_t>(img.width) * img.height * 3));
 }
 
 } // namespace kvsteer

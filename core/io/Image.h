@@ -45,6 +45,10 @@ ImageU8 decodeImage(const uint8_t* data, size_t size, const std::string& nameFor
 // Pillow's Image.resize((newWidth, newHeight), Image.BICUBIC) on an 8-bit RGB image, bit-exact
 // (two-pass fixed-point convolution, horizontal first; a pass is skipped when that dimension is
 // unchanged; same size returns a copy).
+// Throws kvsteer::Error (prefixed with `what`) for an empty image or a buffer that does not
+// hold width * height * 3 bytes.
+void requireRgbImage(const ImageU8& img, const char* what);
+
 ImageU8 resizeBicubic(const ImageU8& img, int newWidth, int newHeight);
 
 // transformers.image_transforms.center_crop: top = (H - cropH) // 2, left = (W - cropW) // 2;
