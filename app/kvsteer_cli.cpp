@@ -7,7 +7,7 @@
 #include "DemoCommands.h"
 #include "Error.h"
 #include "models/llava/LlavaModel.h"
-#include "io/RandomCheckpoint.h"
+#include "models/llava/RandomCheckpoint.h"
 #include "io/SafeTensors.h"
 #include "nn/Linear.h"
 #include "generate/Prompt.h"

@@ -2,7 +2,7 @@
 
 #include "Error.h"
 #include "io/Checkpoint.h"
-#include "io/RandomCheckpoint.h"
+#include "models/llava/RandomCheckpoint.h"
 #include "io/SafeTensors.h"
 
 #include <ATen/TensorOperators.h>

@@ -1,4 +1,4 @@
-#include "io/RandomCheckpoint.h"
+#include "models/llava/RandomCheckpoint.h"
 
 #include "Error.h"
 #include "io/SafeTensors.h"
