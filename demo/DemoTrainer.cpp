@@ -20,7 +20,7 @@
 #include "demo/VisionPretraining.h"
 #include "io/Image.h"
 #include "models/llava/LlavaModel.h"
-#include "io/RandomCheckpoint.h"
+#include "models/llava/RandomCheckpoint.h"
 #include "io/SafeTensors.h"
 #include "text/Tokenizer.h"
 #include "generate/Prompt.h"

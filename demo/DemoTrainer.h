@@ -4,7 +4,7 @@
 // scratch on ShapeWorld question/answer pairs with libtorch autograd, written as a llava-hf
 // directory that LlavaModel::load reads like any real LLaVA-1.5.
 //
-// The training forward is the same math as core/model/{ClipVision,Llama,LlavaModel}.cpp, batched:
+// The training forward is the same math as core/models/llava/{ClipVision,Llama,LlavaModel}.cpp, batched:
 // each image is encoded once and all its questions are trained in one packed sequence —
 //   [BOS USER : ▁ <image>×576] [▁ \n q1 ASSISTANT : a1 </s>] [▁ \n q2 ASSISTANT : a2 </s>] ...
 // where every question segment sees the shared prefix and itself (never another segment) and takes

@@ -186,7 +186,7 @@ ColorPair makeColorPair(uint64_t sceneId, const ColorPairOptions& options = {});
 // one sentence per line (spm_train input).
 std::vector<std::string> tokenizerCorpus(int scenes, uint64_t seed);
 
-// The full LLaVA-1.5 prompt of a question (same as pipeline/Prompt's applyChatTemplate).
+// The full LLaVA-1.5 prompt of a question (same as generate/Prompt's applyChatTemplate).
 std::string promptFor(const std::string& question);
 
 } // namespace kvsteer::demo

@@ -1,4 +1,4 @@
-// Tests for core/model/Image: decoding, Pillow-exact bicubic resize, transformers' center crop and
+// Tests for core/io/Image (Image, ImageResize, ClipPreprocess): decoding, Pillow-exact bicubic resize, transformers' center crop and
 // CLIP normalisation, against the Hugging Face reference in KVSTEER_REFERENCE_DIR.
 #include <ATen/ATen.h>  // torch headers before Qt headers
 

@@ -1,4 +1,4 @@
-// Tests for core/model/Tokenizer: our own SentencePiece BPE reader/encoder/decoder and the HF slow
+// Tests for core/text (the Tokenizer): our own SentencePiece BPE reader/encoder/decoder and the HF slow
 // LlamaTokenizer layer, against the Hugging Face reference in KVSTEER_REFERENCE_DIR and against
 // SentencePiece's own command-line tools (spm_encode / spm_decode / spm_train, installed by the
 // project's install script: a missing tool is a failure, not a skip).
