@@ -1,0 +1,18 @@
+#pragma once
+// How the heatmaps look in QCustomPlot: the colour gradients (sequential for norms and deltas,
+// diverging for cosines), axes hidden for the small multiples, square grid cells whatever the
+// plot's shape, and the column count that makes each small multiple largest.
+#include <qcustomplot.h>
+
+namespace kvsteer::ui {
+
+QCPColorGradient sequentialGradient();   // viridis
+QCPColorGradient divergingGradient();    // blue - white - red, for cosines
+void hideAxes(QCPAxisRect* rect);
+// Keeps grid cells square: the limiting side shows the whole grid; on the other side the map is
+// centred horizontally, or kept at the top (under its title) vertically.
+void squareCells(QCPAxisRect* rect, int rows, int cols);
+// Columns of small multiples that make each map largest in a w×h area (titleH above each map).
+int bestColumns(int layers, double w, double h, double titleH);
+
+} // namespace kvsteer::ui
