@@ -83,7 +83,6 @@ void requireMemory(const MemoryNeed& need, const MemoryBudget& budget, const std
                 advice);
 }
 
-int64_t residentBytes() { return std::max<int64_t>(0, procField("/proc/self/status", "VmRSS")); }
 int64_t peakResidentBytes() { return std::max<int64_t>(0, procField("/proc/self/status", "VmHWM")); }
 
 } // namespace kvsteer

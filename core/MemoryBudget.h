@@ -37,8 +37,7 @@ void requireMemory(const MemoryNeed& need, const MemoryBudget& budget, const std
 
 std::string formatBytes(int64_t bytes);   // "13.5 GB"
 
-// Resident set size of this process now and at its peak (VmRSS / VmHWM), bytes; 0 if unknown.
-int64_t residentBytes();
+// The peak resident set size of this process (VmHWM), bytes; 0 if unknown.
 int64_t peakResidentBytes();
 
 } // namespace kvsteer

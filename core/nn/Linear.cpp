@@ -58,8 +58,6 @@ int64_t LinearWeight::outFeatures() const {
     return n;
 }
 
-int64_t LinearWeight::inFeatures() const { return parts.empty() ? 0 : parts.front().size(1); }
-
 at::Tensor loadWeight(const Checkpoint& ckpt, const std::string& name, const std::vector<int64_t>& shape,
                       const WeightFormat& format) {
     at::Tensor t = ckpt.load(name, shape);

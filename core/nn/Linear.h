@@ -29,8 +29,6 @@ struct WeightFormat {
 struct LinearWeight {
     std::vector<at::Tensor> parts;
     int64_t outFeatures() const;
-    int64_t inFeatures() const;
-    bool defined() const { return !parts.empty(); }
 };
 
 // Loads a tensor from the checkpoint in the weight format: zero-copy when the file already holds

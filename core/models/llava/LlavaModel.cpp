@@ -1,6 +1,7 @@
 #include "models/llava/LlavaModel.h"
 
 #include "Error.h"
+#include "MemoryBudget.h"
 #include "Runtime.h"
 #include "io/Checkpoint.h"
 
@@ -126,9 +127,8 @@ std::shared_ptr<LlavaModel> LlavaModel::load(const std::string& directory, const
     m->format_ = weightFormat(options);
     Checkpoint ckpt = Checkpoint::open(directory);
     // Memory is checked before a byte of weights is touched: refuse rather than be OOM-killed.
-    m->memoryNeed_ = estimateMemory(m->config_, ckpt, m->format_, options.reserveTokens);
-    requireMemory(m->memoryNeed_, memoryBudget(m->format_.device), "model " + directory,
-                  memoryAdvice(ckpt, m->format_, m->memoryNeed_));
+    const MemoryNeed need = estimateMemory(m->config_, ckpt, m->format_, options.reserveTokens);
+    requireMemory(need, memoryBudget(m->format_.device), "model " + directory, memoryAdvice(ckpt, m->format_, need));
     m->weightsDtype_ = dominantDtype(ckpt, m->format_);
     if (options.progress) {
         const int64_t total = ckpt.storedBytes();

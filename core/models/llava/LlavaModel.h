@@ -2,7 +2,6 @@
 // LlavaModel: everything loaded from one model directory — config, tokenizer, image
 // preprocessing, the CLIP tower, the projector and the Llama decoder — plus the LLaVA merge of
 // image features into the prompt's embeddings. Immutable after load; share it between sessions.
-#include "MemoryBudget.h"
 #include "models/llava/ClipVision.h"
 #include "io/Config.h"
 #include "io/Image.h"
@@ -62,8 +61,7 @@ public:
     at::Tensor embedPrompt(const std::vector<int64_t>& ids, const at::Tensor& imageFeatures) const;
 
     int64_t parameterCount() const { return parameterCount_; }
-    // What the memory check estimated before loading, and the dtype most weight bytes are kept in.
-    const MemoryNeed& memoryNeed() const { return memoryNeed_; }
+    // The dtype most weight bytes are kept in.
     std::string weightsDtype() const { return weightsDtype_; }
     std::string describe() const;   // architecture, sizes, dtypes, parameter count (for `inspect`)
 
@@ -80,7 +78,6 @@ private:
     int64_t parameterCount_ = 0;
     std::map<std::string, int64_t> diskDtypes_;
     size_t shardCount_ = 0;
-    MemoryNeed memoryNeed_;
     std::string weightsDtype_;
     double loadMs_ = 0;
 };
