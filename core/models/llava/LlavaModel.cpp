@@ -77,8 +77,7 @@ MemoryNeed estimateMemory(const ModelConfig& c, const Checkpoint& ckpt, const We
 std::string memoryAdvice(const Checkpoint& ckpt, const WeightFormat& f, const MemoryNeed& need) {
     std::string advice;
     if (f.storage != c10::ScalarType::Undefined) {
-        int64_t asStored = 0;
-        for (const std::string& name : ckpt.canonicalNames()) asStored += ckpt.bytes(name, c10::ScalarType::Undefined);
+        const int64_t asStored = ckpt.storedBytes();
         if (asStored < need.weights)
             advice = "--dtype auto keeps the checkpoint's own dtypes (weights " + formatBytes(asStored) + "); ";
     }
