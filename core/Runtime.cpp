@@ -14,8 +14,10 @@ namespace {
 // OpenBLAS's thread control, looked up at run time: libtorch links whatever libblas.so.3 points
 // to, so OpenBLAS may or may not be there.
 using SetThreadsFn = void (*)(int);
+using GetThreadsFn = int (*)();
 
 SetThreadsFn openblasSetThreads() { return reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")); }
+GetThreadsFn openblasGetThreads() { return reinterpret_cast<GetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")); }
 
 } // namespace
 
@@ -35,7 +37,11 @@ void setBlasThreads(int threads) {
     }
 }
 
-int currentThreads() { return at::get_num_threads(); }
+// Whichever pool holds the cores: ATen's after setThreads, OpenBLAS's after setBlasThreads.
+int currentThreads() {
+    const GetThreadsFn blas = openblasGetThreads();
+    return std::max(at::get_num_threads(), blas ? blas() : 1);
+}
 
 bool deviceAvailable(const c10::Device& device) {
     if (device.is_cpu()) return true;

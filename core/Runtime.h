@@ -11,7 +11,7 @@
 namespace kvsteer {
 
 void setThreads(int threads);   // 0 = all hardware threads; also pins OpenBLAS to one thread
-int currentThreads();           // threads of the pool the kernels run on
+int currentThreads();           // threads of the pool that holds the cores
 // For code whose matmuls are ATen's own (the demo trainer): the cores go to OpenBLAS instead and
 // ATen's pool gets one thread. LlavaModel::load switches back.
 void setBlasThreads(int threads);

@@ -13,7 +13,6 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/matmul.h>
-#include <ATen/ops/mm.h>
 #include <ATen/ops/outer.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/rsqrt.h>
@@ -22,6 +21,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace kvsteer {
 
@@ -87,13 +88,31 @@ at::Tensor Llama::rope(const at::Tensor& x, const at::Tensor& cos, const at::Ten
     return x * cos + rotated * sin;
 }
 
+namespace {
+
+// Attention of one block of query groups against its keys, any leading dims [...]:
+//   q [..., G*T, hd]; k, v [..., S, hd]; mask [T, S] or undefined; bias [..., G or 1, 1, S'] or
+//   undefined (added to the first S' keys) -> probs [..., G, T, S] and out [..., G*T, hd].
+std::pair<at::Tensor, at::Tensor> attendBlock(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                                              const at::Tensor& bias, double scale, int64_t g, int64_t t) {
+    std::vector<int64_t> lead(q.sizes().begin(), q.sizes().end() - 2);
+    std::vector<int64_t> grouped = lead, flat = lead;
+    grouped.insert(grouped.end(), {g, t, k.size(-2)});
+    flat.insert(flat.end(), {g * t, k.size(-2)});
+    at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).view(grouped);   // a fresh tensor: edited in place
+    scores.mul_(scale);
+    if (mask.defined()) scores.add_(mask);   // [T, S] causal mask broadcasts
+    if (bias.defined()) scores.narrow(-1, 0, bias.size(-1)).add_(bias);
+    at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
+    return {probs, at::matmul(probs.view(flat), v)};
+}
+
+} // namespace
+
 at::Tensor Llama::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                             const at::Tensor& bias, at::Tensor* captured) const {
     // q [B, H, T, hd]; k, v [B, H_kv, S, hd]. Grouped-query attention without repeating K/V:
     // the G = H / H_kv query heads that share a KV head are stacked along the query axis.
-    // Each (batch row, KV head) is independent, so the pairs are spread over the thread pool:
-    // ATen would run these small batched matmuls one after another on one thread, and in a
-    // decode step they read the whole cache (a 7B cache of 600 tokens is 630 MB of float32).
     const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3);
     const int64_t hkv = k.size(1), g = h / hkv, s = k.size(2);
     const at::Tensor qg = q.reshape({b, hkv, g * t, hd});
@@ -102,26 +121,31 @@ at::Tensor Llama::attention(const at::Tensor& q, const at::Tensor& k, const at::
     at::Tensor bb;
     if (bias.defined())
         bb = (bias.size(1) == 1 ? bias.view({bias.size(0), 1, 1, 1, bias.size(2)}) : bias.view({bias.size(0), hkv, g, 1, bias.size(2)}))
-                 .to(at::kFloat);
-    at::Tensor out = at::empty({b, hkv, g * t, hd}, q.options());
-    at::Tensor lastProbs = captured ? at::empty({b, hkv, g, s}, q.options()) : at::Tensor();
+                 .to(q.scalar_type());
 
-    at::parallel_for(0, b * hkv, 1, [&](int64_t first, int64_t end) {
-        for (int64_t i = first; i < end; ++i) {
-            const int64_t bi = i / hkv, hi = i % hkv;
-            at::Tensor scores = (at::matmul(qg[bi][hi], k[bi][hi].transpose(0, 1)) * scale).view({g, t, s});
-            if (mask.defined()) scores = scores + mask;   // [t, s] causal mask broadcasts
-            if (bb.defined()) {
-                const at::Tensor row = bb[bb.size(0) == 1 ? 0 : bi][bb.size(1) == 1 ? 0 : hi];   // [G or 1, 1, S']
-                scores.narrow(-1, 0, row.size(-1)).add_(row.to(scores.scalar_type()));
+    at::Tensor out, lastProbs;   // [B, H_kv, G*T, hd]; [B, H_kv, G, S]
+    if (!q.device().is_cpu()) {
+        // A GPU runs the whole batch of heads as one kernel each.
+        auto [probs, o] = attendBlock(qg, k, v, mask, bb, scale, g, t);
+        out = o;
+        if (captured) lastProbs = probs.select(3, t - 1);
+    } else {
+        // On CPU each (batch row, KV head) is independent, so the pairs are spread over the
+        // thread pool: ATen would run these small matmuls one after another on one thread, and
+        // in a decode step they read the whole cache (a 7B cache of 600 tokens is 630 MB).
+        out = at::empty({b, hkv, g * t, hd}, q.options());
+        if (captured) lastProbs = at::empty({b, hkv, g, s}, q.options());
+        at::parallel_for(0, b * hkv, 1, [&](int64_t first, int64_t end) {
+            for (int64_t i = first; i < end; ++i) {
+                const int64_t bi = i / hkv, hi = i % hkv;
+                const at::Tensor row = bb.defined() ? bb[bb.size(0) == 1 ? 0 : bi][bb.size(1) == 1 ? 0 : hi] : at::Tensor();
+                auto [probs, o] = attendBlock(qg[bi][hi], k[bi][hi], v[bi][hi], mask, row, scale, g, t);
+                out[bi][hi].copy_(o);
+                if (captured) lastProbs[bi][hi].copy_(probs.select(1, t - 1));
             }
-            const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());   // [G, T, S]
-            if (captured) lastProbs[bi][hi].copy_(probs.select(1, t - 1));
-            at::Tensor dst = out[bi][hi];   // [G*T, hd], written in place
-            at::mm_out(dst, probs.view({g * t, s}), v[bi][hi]);
-        }
-    });
-    if (captured) *captured = lastProbs.view({b, h, s});
+        });
+    }
+    if (captured) *captured = lastProbs.reshape({b, h, s});
     return out.view({b, h, t, hd}).transpose(1, 2).reshape({b, t, h * hd});
 }
 
