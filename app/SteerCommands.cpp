@@ -97,8 +97,6 @@ PlanInputs planFromOptions(const CommandLine& cl, const LlavaModel& model, const
     if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
     PlanOptions o;
     o.op = cl.get("operator", "");
-    if (operatorNeedsVectors(parseOperator(!o.op.empty() ? o.op : !in.info.operatorName.empty() ? in.info.operatorName : "add")) && !vectors)
-        throw UsageError("operator '" + (o.op.empty() ? std::string("add") : o.op) + "' needs --vectors FILE");
     if (cl.has("layers")) o.layers = parseLayerList(cl.get("layers"), layers);
     if (cl.has("heads"))
         for (const auto& h : split(cl.get("heads"), ',')) o.heads.push_back(parseIndex(h, "--heads"));
@@ -109,6 +107,7 @@ PlanInputs planFromOptions(const CommandLine& cl, const LlavaModel& model, const
     if (o.ablateTo != "mean" && o.ablateTo != "zero") throw UsageError("--ablate-to must be mean or zero");
     const at::Tensor strength = cl.has("mask") ? loadMask(cl.get("mask"), span.gridHeight, span.gridWidth) : at::Tensor();
     in.plan = makePlan(o, vectors ? &*vectors : nullptr, in.info, strength, span, layers);
+    if (operatorNeedsVectors(in.plan.op) && !vectors) throw UsageError("operator '" + operatorName(in.plan.op) + "' needs --vectors FILE");
     return in;
 }
 

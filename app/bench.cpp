@@ -36,7 +36,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]\n"
-    "             [--new-tokens N] [--repeat R] [--json]\n";
+    "             [--new-tokens N] [--repeat R] [--json] [--bandwidth GB/s]\n";
 
 // A deterministic synthetic photo-like image (smooth gradients), so the bench needs no files.
 ImageU8 syntheticImage(int width, int height) {
@@ -220,7 +220,7 @@ void printTargets(const std::vector<Row>& rows) {
     for (const Row& r : rows) {
         // Tiny models are bound by per-step overheads, not by weight bytes: no roofline for them.
         if (r.parameters < 100'000'000) continue;
-        line(r, "decode / roofline", r.decodeTokS / r.rooflineTokS, ">=", 0.80);
+        if (r.rooflineTokS > 0) line(r, "decode / roofline", r.decodeTokS / r.rooflineTokS, ">=", 0.80);
         if (r.pairStepsS > 0) line(r, "pair step / one step", r.pairCost(), "<=", 1.15);
         const bool sevenB = r.parameters > 6'500'000'000 && r.parameters < 7'500'000'000;
         const bool tiny = r.parameters > 1'000'000'000 && r.parameters < 1'600'000'000;   // tinyllama + CLIP-L: 1.4 B
@@ -271,14 +271,14 @@ int main(int argc, char** argv) {
         int failures = 0;
         for (const auto& dir : models) {
             Row r;
-            const std::vector<std::string> childArgs = {argv[0], "--model", dir, "--json", "--dtype", options.dtype, "--device", options.device,
-                                                        "--threads", std::to_string(options.threads), "--new-tokens", std::to_string(newTokens),
-                                                        "--repeat", std::to_string(repeat), "--bandwidth", std::to_string(bandwidth)};
             if (models.size() == 1) {
                 r = measure(dir, options, newTokens, repeat);
                 if (bandwidth <= 0) bandwidth = readBandwidthGBs();
                 r.rooflineTokS = bandwidth * 1e9 / double(r.weightBytesPerToken);
-            } else if (!measureInChild(childArgs, r)) {
+            } else if (!measureInChild({argv[0], "--model", dir, "--json", "--dtype", options.dtype, "--device", options.device, "--threads",
+                                        std::to_string(options.threads), "--new-tokens", std::to_string(newTokens), "--repeat",
+                                        std::to_string(repeat), "--bandwidth", std::to_string(bandwidth)},
+                                       r)) {
                 ++failures;
                 continue;
             }

@@ -4,7 +4,6 @@
 #include "kernels/Kernels.h"
 #include "io/Checkpoint.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linear.h>
@@ -14,18 +13,6 @@
 namespace kvsteer {
 
 namespace {
-
-// dst.copy_(src) (same shape; a dtype conversion, e.g. a float16 checkpoint widened on request).
-// A large one is split by rows over the process's thread pool: widening a 7B float16 checkpoint
-// is 13 GB read and 26 GB written.
-void convertInto(const at::Tensor& dst, const at::Tensor& src) {
-    const int64_t rows = dst.dim() > 0 ? dst.size(0) : 1;
-    if (!dst.device().is_cpu() || dst.numel() < (int64_t(1) << 20) || rows < 2) {
-        dst.copy_(src);
-        return;
-    }
-    at::parallel_for(0, rows, 1, [&](int64_t first, int64_t end) { dst.narrow(0, first, end - first).copy_(src.narrow(0, first, end - first)); });
-}
 
 // The dtype a tensor is kept in: the format's, or its own when the format says "as stored".
 c10::ScalarType keptDtype(const at::Tensor& stored, const WeightFormat& format) {
@@ -65,7 +52,7 @@ at::Tensor loadWeight(const Checkpoint& ckpt, const std::string& name, const std
     if (t.scalar_type() == kept && format.device.is_cpu()) return t;   // mmap view, no copy
     if (!format.device.is_cpu()) return t.to(format.device, kept).contiguous();
     at::Tensor out = at::empty(t.sizes(), at::TensorOptions().dtype(kept));
-    convertInto(out, t);
+    out.copy_(t);   // ATen's copy_ converts on the whole thread pool
     return out;
 }
 
@@ -91,7 +78,7 @@ LinearWeight loadFusedLinear(const Checkpoint& ckpt, const std::vector<std::stri
     at::Tensor fused = at::empty({rows, shapes.at(0).at(1)}, at::TensorOptions().dtype(kept).device(format.device));
     int64_t row = 0;
     for (size_t i = 0; i < stored.size(); ++i) {
-        convertInto(fused.narrow(0, row, shapes[i][0]), stored[i]);
+        fused.narrow(0, row, shapes[i][0]).copy_(stored[i]);
         row += shapes[i][0];
     }
     return LinearWeight{{fused}};

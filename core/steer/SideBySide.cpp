@@ -9,7 +9,6 @@
 #include <ATen/ops/zeros_like.h>
 #include <c10/core/GradMode.h>
 
-#include <algorithm>
 #include <chrono>
 
 namespace kvsteer {

@@ -1,4 +1,3 @@
-#include "analysis/Heatmaps.h"
 #include "Error.h"
 
 #include <ATen/ops/from_blob.h>

@@ -14,31 +14,18 @@
 #include "steer/SteeringPlan.h"
 #include "steer/SteeringVectors.h"
 
-#include <ATen/ops/from_blob.h>
-#include <ATen/ops/softmax.h>
-#include <ATen/ops/topk.h>
-#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
-#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstring>
 #include <mutex>
-#include <new>
-#include <optional>
 
 #include "worker/CoreConversions.h"
 #include "worker/WorkerState.h"
 
 #include <QDir>
-#include <QFile>
 #include <QFileInfo>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QLocale>
-#include <QJsonObject>
 #include <QTemporaryDir>
 
 namespace kvsteer::ui {
@@ -319,7 +306,7 @@ void Worker::run(const RunRequest& req) {
             Q_EMIT tokenPair(pair);
             if (ev.attention) {
                 d->attention.clear();
-                for (const at::Tensor& a : *ev.attention) d->attention.push_back(a.to(at::kCPU).clone());
+                for (const at::Tensor& a : *ev.attention) d->attention.push_back(a.to(at::kCPU));   // a fresh tensor every step
                 d->attentionStep = ev.step;
                 d->attentionToken[0] = pair.unsteered.valid() ? readablePiece(tok, pair.unsteered.id) : QString();
                 d->attentionToken[1] = pair.steered.valid() ? readablePiece(tok, pair.steered.id) : QString();

@@ -1,33 +1,19 @@
 // The Worker's steering-vector and mask requests: compute (a recipe), import, hold a session's
 // vectors, export with the panel's plan, and masks in and out. The core comes first, as in Worker.cpp.
 #include "Error.h"
-#include "Runtime.h"
 #include "io/Image.h"
 #include "models/llava/LlavaModel.h"
-#include "analysis/Heatmaps.h"
 #include "generate/Prompt.h"
-#include "generate/Session.h"
-#include "steer/SideBySide.h"
 #include "steer/Mask.h"
 #include "steer/PlanOptions.h"
 #include "steer/Recipes.h"
 #include "steer/SteeringPlan.h"
 #include "steer/SteeringVectors.h"
 
-#include <ATen/ops/from_blob.h>
-#include <ATen/ops/softmax.h>
-#include <ATen/ops/topk.h>
-#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstring>
-#include <mutex>
-#include <new>
-#include <optional>
 
 #include "worker/CoreConversions.h"
 #include "worker/WorkerState.h"

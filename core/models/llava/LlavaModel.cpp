@@ -4,6 +4,7 @@
 #include "MemoryBudget.h"
 #include "Runtime.h"
 #include "io/Checkpoint.h"
+#include "io/SafeTensors.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/gelu.h>
@@ -93,7 +94,7 @@ std::string dominantDtype(const Checkpoint& ckpt, const WeightFormat& f) {
     std::string best;
     for (const auto& [dtype, n] : bytes)
         if (best.empty() || n > bytes[best]) best = dtype;
-    return best == "F16" ? "float16" : best == "BF16" ? "bfloat16" : best == "F32" ? "float32" : best;
+    return best.empty() ? best : dtypeName(safetensorsDtype(best));
 }
 
 } // namespace
