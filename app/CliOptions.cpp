@@ -40,7 +40,7 @@ LoadOptions loadOptions(const CommandLine& cl) {
     return o;
 }
 
-std::shared_ptr<LlavaModel> loadModel(const CommandLine& cl) { return LlavaModel::load(modelDirectory(cl), loadOptions(cl)); }
+std::shared_ptr<Model> loadModel(const CommandLine& cl) { return loadModel(modelDirectory(cl), loadOptions(cl)); }
 
 GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewTokens) {
     GenerationOptions g;

@@ -1,7 +1,7 @@
 #pragma once
 // Options shared by the CLI's subcommands: which model, how to load it, how to generate.
 #include "CommandLine.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 #include "generate/Session.h"
 
 #include <set>
@@ -17,7 +17,7 @@ std::set<std::string> withOptions(std::set<std::string> own, const std::set<std:
 
 std::string modelDirectory(const CommandLine& cl);       // --model, else the bundled demo model
 LoadOptions loadOptions(const CommandLine& cl);
-std::shared_ptr<LlavaModel> loadModel(const CommandLine& cl);
+std::shared_ptr<Model> loadModel(const CommandLine& cl);
 GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewTokens);
 
 } // namespace kvsteer

@@ -3,8 +3,8 @@
 #include "CliOptions.h"
 #include "CommandLine.h"
 #include "demo/ColorFlip.h"
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
 #include "steer/SteeringVectors.h"
 
 #include <nlohmann/json.hpp>
@@ -53,7 +53,7 @@ int commandDemoSteer(int argc, char** argv) {
         info.recipeInputsJson = nlohmann::json{{"prompt", "What color is the circle?"}, {"pairs", pairs},
                                                {"image_a", "ShapeWorld steer scenes 0..n-1, circle blue"},
                                                {"image_b", "the same scenes, circle red"}}.dump();
-        info.promptTemplate = applyChatTemplate("{question}", true);
+        info.promptTemplate = model->applyTemplate("{question}", true);
         saveSteeringFile(cl.get("save-vectors"), vectors, info);
     }
     const std::string mode = cl.get("mode", "both");

@@ -5,7 +5,7 @@
 #include "demo/DemoEval.h"
 #include "demo/DemoTrainer.h"
 #include "demo/ShapeWorld.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -118,7 +118,7 @@ int commandEvalDemo(int argc, char** argv, const std::string& defaultModelDir) {
     if (o.maxNewTokens < 1) throw UsageError("option --max-new-tokens must be >= 1");
     LoadOptions lo;
     lo.threads = cl.getInt("threads", 0);
-    auto model = LlavaModel::load(dir, lo);
+    auto model = loadModel(dir, lo);
     const bool json = cl.has("json");
     int done = 0;
     const DemoEvalResult r = evaluateDemo(model, o, [&](const DemoEvalItem&) {

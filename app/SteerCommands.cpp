@@ -3,8 +3,8 @@
 #include "CliOptions.h"
 #include "CommandLine.h"
 #include "Error.h"
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 #include "steer/SideBySide.h"
 #include "steer/Mask.h"
@@ -90,7 +90,7 @@ struct PlanInputs {
 
 // The command line as PlanOptions (text -> numbers), then the core's makePlan: the studio builds
 // its plans through the same function.
-PlanInputs planFromOptions(const CommandLine& cl, const LlavaModel& model, const VisualSpan& span) {
+PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const VisualSpan& span) {
     PlanInputs in;
     const int layers = model.config().text.numLayers;
     std::optional<SteeringVectors> vectors;
@@ -130,7 +130,7 @@ std::set<std::string> planOptionNames() {
                         "ablate-to"}, generationOptionNames());
 }
 
-std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr<LlavaModel> model, int reserve) {
+std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr<Model> model, int reserve) {
     if (!cl.has("image") || !cl.has("prompt")) throw UsageError("needs --image FILE and --prompt TEXT");
     const ImageU8 image = loadImage(cl.get("image"));
     auto session = std::make_unique<Session>(model);

@@ -10,8 +10,8 @@
 #include "MemoryBudget.h"
 #include "Runtime.h"
 #include "kernels/Kernels.h"
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 #include "steer/SideBySide.h"
 #include "steer/SteeringPlan.h"
@@ -78,12 +78,12 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
     Row row;
     LoadOptions o = options;
     o.reserveTokens = newTokens;
-    auto model = LlavaModel::load(dir, o);
+    auto model = loadModel(dir, o);
     row.model = model->config().name;
     row.weights = model->weightsDtype();
     row.parameters = model->parameterCount();
     row.loadS = model->loadMs() / 1000.0;
-    row.weightBytesPerToken = model->llama().weightBytesPerToken();
+    row.weightBytesPerToken = model->decoder().weightBytesPerToken();
     const ImageU8 image = syntheticImage(640, 480);
     const bool vision = model->hasVision();
     const Prompt prompt = buildPrompt(*model, "Describe the image in detail.", false, vision ? &image : nullptr);

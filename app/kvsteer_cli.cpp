@@ -6,11 +6,11 @@
 #include "SteerCommands.h"
 #include "DemoCommands.h"
 #include "Error.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 #include "models/llava/RandomCheckpoint.h"
 #include "io/SafeTensors.h"
 #include "nn/Linear.h"
-#include "generate/Prompt.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 
 #include <ATen/ops/tensor.h>

@@ -13,7 +13,7 @@ namespace kvsteer {
 void setThreads(int threads);   // 0 = all hardware threads; also pins OpenBLAS to one thread
 int currentThreads();           // threads of the pool that holds the cores
 // For code whose matmuls are ATen's own (the demo trainer): the cores go to OpenBLAS instead and
-// ATen's pool gets one thread. LlavaModel::load switches back.
+// ATen's pool gets one thread. loading a model switches back.
 void setBlasThreads(int threads);
 bool deviceAvailable(const c10::Device& device);
 

@@ -3,8 +3,8 @@
 #include "Error.h"
 #include "demo/DemoEval.h"
 #include "demo/ShapeWorld.h"
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 #include "steer/Recipes.h"
 
@@ -30,7 +30,7 @@ std::string answer(const Session& session, const KVCache& cache, const std::vect
 
 } // namespace
 
-SteeringVectors redToBlueVectors(const std::shared_ptr<const LlavaModel>& model, int pairs, uint64_t seed) {
+SteeringVectors redToBlueVectors(const std::shared_ptr<const Model>& model, int pairs, uint64_t seed) {
     if (pairs < 1) throw Error("redToBlueVectors: needs at least one pair");
     SteeringVectors sum;
     for (int i = 0; i < pairs; ++i) {
@@ -52,7 +52,7 @@ SteeringVectors redToBlueVectors(const std::shared_ptr<const LlavaModel>& model,
     return sum;
 }
 
-ColorFlipResult measureColorFlip(const std::shared_ptr<const LlavaModel>& model, const SteeringVectors& vectors,
+ColorFlipResult measureColorFlip(const std::shared_ptr<const Model>& model, const SteeringVectors& vectors,
                                  const ColorFlipOptions& options) {
     ColorFlipResult r;
     SteeringPlan plan;

@@ -11,14 +11,14 @@
 #include <vector>
 
 namespace kvsteer {
-class LlavaModel;
+class Model;
 }
 
 namespace kvsteer::demo {
 
 // Mean of image-pair vectors (A = circle blue, B = circle red) over `pairs` scenes
 // steerSceneId(seed, i). Per head, post-RoPE.
-SteeringVectors redToBlueVectors(const std::shared_ptr<const LlavaModel>& model, int pairs, uint64_t seed);
+SteeringVectors redToBlueVectors(const std::shared_ptr<const Model>& model, int pairs, uint64_t seed);
 
 struct ColorFlipOptions {
     int scenes = 100;
@@ -36,7 +36,7 @@ struct ColorFlipResult {
     double rate(int n) const { return scenes ? double(n) / scenes : 0.0; }
 };
 
-ColorFlipResult measureColorFlip(const std::shared_ptr<const LlavaModel>& model, const SteeringVectors& vectors,
+ColorFlipResult measureColorFlip(const std::shared_ptr<const Model>& model, const SteeringVectors& vectors,
                                  const ColorFlipOptions& options);
 
 } // namespace kvsteer::demo

@@ -1,7 +1,7 @@
 #include "demo/DemoEval.h"
 
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 
 #include <algorithm>
@@ -42,7 +42,7 @@ std::vector<QA> evalQuestions(const Scene& scene) {
     return sampleQuestions(scene, rng);
 }
 
-DemoEvalResult evaluateDemo(const std::shared_ptr<const LlavaModel>& model, const DemoEvalOptions& options,
+DemoEvalResult evaluateDemo(const std::shared_ptr<const Model>& model, const DemoEvalOptions& options,
                             const std::function<void(const DemoEvalItem&)>& onItem) {
     const auto t0 = std::chrono::steady_clock::now();
     DemoEvalResult r;

@@ -1,5 +1,5 @@
 #pragma once
-// Evaluation of a model on ShapeWorld through the real inference path: LlavaModel + buildPrompt
+// Evaluation of a model on ShapeWorld through the real inference path: Model + buildPrompt
 // (the standard LLaVA-1.5 template) + Session greedy decoding, stopping at EOS.
 #include "demo/ShapeWorld.h"
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace kvsteer {
-class LlavaModel;
+class Model;
 }
 
 namespace kvsteer::demo {
@@ -46,7 +46,7 @@ std::string normalizeAnswer(const std::string& text);
 
 // For every scene, one question of each applicable type (targets drawn from the scene id), each
 // answered by greedy decoding; exact match of the normalised answer. `onItem` sees every answer.
-DemoEvalResult evaluateDemo(const std::shared_ptr<const LlavaModel>& model, const DemoEvalOptions& options,
+DemoEvalResult evaluateDemo(const std::shared_ptr<const Model>& model, const DemoEvalOptions& options,
                             const std::function<void(const DemoEvalItem&)>& onItem = {});
 
 // The questions eval-demo asks about a scene (one per applicable type).

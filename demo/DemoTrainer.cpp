@@ -23,7 +23,7 @@
 #include "models/llava/RandomCheckpoint.h"
 #include "io/SafeTensors.h"
 #include "text/Tokenizer.h"
-#include "generate/Prompt.h"
+#include "models/Prompt.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -397,9 +397,9 @@ double trainingForwardParity(const std::string& modelDir, int scenes, uint64_t s
             const Tensor features = model->encodeImage(prompt.pixels);
             const TextConfig& t = config.text;
             KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, static_cast<int64_t>(ids.size()), at::kFloat);
-            const Tensor hidden = model->llama().forward(model->embedPrompt(ids, features), cache);
+            const Tensor hidden = model->decoder().forward(model->embedPrompt(ids, features), cache);
             const int64_t first = static_cast<int64_t>(prompt.ids.size()) - 1;
-            reference.push_back(model->llama().logits(hidden.squeeze(0).narrow(0, first, static_cast<int64_t>(ids.size()) - first)));
+            reference.push_back(model->decoder().logits(hidden.squeeze(0).narrow(0, first, static_cast<int64_t>(ids.size()) - first)));
         }
         const Tensor expected = at::cat(reference, 0);
         if (expected.sizes() != packed.sizes())

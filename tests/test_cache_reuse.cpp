@@ -4,8 +4,8 @@
 #include "TestSupport.h"
 #include "Error.h"
 #include "cache/KVCache.h"
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 
 #include <ATen/TensorOperators.h>
@@ -19,7 +19,7 @@ using namespace kvsteer::test;
 class TestCacheReuse : public QObject {
     Q_OBJECT
 
-    std::shared_ptr<LlavaModel> model_;
+    std::shared_ptr<Model> model_;
     Prompt prompt_;
 
     // Logits of the last id and the cache, from one forward pass over all ids (no reuse).
@@ -27,14 +27,14 @@ class TestCacheReuse : public QObject {
         const TextConfig& t = model_->config().text;
         KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, static_cast<int64_t>(ids.size()), at::kFloat);
         at::Tensor features = prompt_.hasImage ? model_->encodeImage(prompt_.pixels) : at::Tensor();
-        at::Tensor hidden = model_->llama().forward(model_->embedPrompt(ids, features), cache);
+        at::Tensor hidden = model_->decoder().forward(model_->embedPrompt(ids, features), cache);
         if (cacheOut) *cacheOut = cache;
-        return model_->llama().logits(hidden.select(1, hidden.size(1) - 1)).squeeze(0);
+        return model_->decoder().logits(hidden.select(1, hidden.size(1) - 1)).squeeze(0);
     }
 
 private slots:
     void initTestCase() {
-        model_ = LlavaModel::load(referenceModelDir());
+        model_ = loadModel(referenceModelDir());
         const ImageU8 image = loadImage(referenceDir() + "/images/gradient_500x300.png");
         prompt_ = buildPrompt(*model_, "Describe the colors of this picture.", false, &image);
     }

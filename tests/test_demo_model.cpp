@@ -10,8 +10,8 @@
 #include "demo/DemoTrainer.h"
 #include "demo/ShapeWorld.h"
 #include "demo/TrainingBatch.h"
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -54,7 +54,7 @@ bool sameScene(const Scene& a, const Scene& b) {
 class TestDemoModel : public QObject {
     Q_OBJECT
 
-    std::shared_ptr<LlavaModel> model_;
+    std::shared_ptr<Model> model_;
 
 private slots:
     void initTestCase() {
@@ -62,7 +62,7 @@ private slots:
                  "resources/demo-model is missing: run scripts/train-demo-model.sh");
         LoadOptions o;
         o.threads = 1;
-        model_ = LlavaModel::load(KVSTEER_DEMO_MODEL_DIR, o);
+        model_ = loadModel(KVSTEER_DEMO_MODEL_DIR, o);
     }
 
     // ---- ShapeWorld -----------------------------------------------------------------------
@@ -299,7 +299,7 @@ private slots:
         QCOMPARE(r.steps, int64_t(80));
         QVERIFY2(r.finalLoss < 0.7 * r.firstLoss, qPrintable(numbers));
         QVERIFY2(r.groundingMass > r.firstGroundingMass + 0.2, qPrintable(numbers));
-        const auto trained = LlavaModel::load(o.outDir);
+        const auto trained = loadModel(o.outDir);
         QCOMPARE(trained->config().name, std::string("kvsteer/shapes-demo"));
     }
 
@@ -390,7 +390,7 @@ private slots:
 
     void answersFreshScenes() {
         // 60 scenes never used in training (eval seed 1), every applicable question type, greedy
-        // decoding through LlavaModel + buildPrompt + Session. Chance is far below: ~25-50% per type
+        // decoding through Model + buildPrompt + Session. Chance is far below: ~25-50% per type
         // and 1/8 or less for descriptions.
         DemoEvalOptions o;
         o.scenes = 60;

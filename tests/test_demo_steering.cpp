@@ -3,7 +3,7 @@
 // the same strength painted over empty background does not.
 #include "TestSupport.h"
 #include "demo/ColorFlip.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 #include "steer/SteeringVectors.h"
 
 #include <QtTest>
@@ -12,12 +12,12 @@ using namespace kvsteer;
 
 class TestDemoSteering : public QObject {
     Q_OBJECT
-    std::shared_ptr<LlavaModel> model_;
+    std::shared_ptr<Model> model_;
     SteeringVectors vectors_;
 
 private slots:
     void initTestCase() {
-        model_ = LlavaModel::load(KVSTEER_DEMO_MODEL_DIR);
+        model_ = loadModel(KVSTEER_DEMO_MODEL_DIR);
         vectors_ = loadSteeringFile(KVSTEER_DEMO_VECTORS, *model_);
     }
 

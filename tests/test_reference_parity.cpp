@@ -7,7 +7,7 @@
 #include "cache/KVCache.h"
 #include "models/llava/LlavaModel.h"
 #include "io/SafeTensors.h"
-#include "generate/Prompt.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 
 #include <ATen/TensorOperators.h>
@@ -199,9 +199,9 @@ private slots:
 
         const TextConfig& t = model.config().text;
         KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, static_cast<int64_t>(ids.size()), at::kFloat);
-        at::Tensor hidden = model.llama().forward(embeds, cache);
+        at::Tensor hidden = model.decoder().forward(embeds, cache);
         QCOMPARE(cache.size(), static_cast<int64_t>(ids.size()));
-        at::Tensor logits = model.llama().logits(hidden.select(1, hidden.size(1) - 1));
+        at::Tensor logits = model.decoder().logits(hidden.select(1, hidden.size(1) - 1));
         if (exact) {
             QVERIFY2(maxAbsDiff(hidden, expected.tensor("last_hidden_state")) <= 1e-4, "last_hidden_state");
             QVERIFY2(maxAbsDiff(logits, expected.tensor("prefill_last_logits")) <= 1e-3, "prefill_last_logits");

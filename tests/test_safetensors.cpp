@@ -5,6 +5,7 @@
 #include "io/Checkpoint.h"
 #include "io/Config.h"
 #include "io/SafeTensors.h"
+#include "models/ModelRegistry.h"
 #include "nn/Linear.h"
 #include "Runtime.h"
 
@@ -190,7 +191,7 @@ private slots:
     }
 
     void trimmedConfigGetsTransformersDefaults() {
-        const ModelConfig c = ModelConfig::fromJsonText(R"({"model_type":"llava","text_config":{"model_type":"llama","vocab_size":32064},
+        const ModelConfig c = parseModelConfig(R"({"model_type":"llava","text_config":{"model_type":"llama","vocab_size":32064},
             "vision_config":{"hidden_size":1024,"image_size":336,"intermediate_size":4096,"num_attention_heads":16,
             "num_hidden_layers":24,"patch_size":14}})", "test");
         QCOMPARE(c.text.hiddenSize, 4096);
@@ -205,12 +206,12 @@ private slots:
         QCOMPARE(c.visionFeatureLayer, -2);
         QCOMPARE(c.visionLayersNeeded(), 23);
         QCOMPARE(c.imageSeqLength(), 576);
-        const ModelConfig llama = ModelConfig::fromJsonText(R"({"model_type":"llama","hidden_size":256,"num_attention_heads":4})", "t");
+        const ModelConfig llama = parseModelConfig(R"({"model_type":"llama","hidden_size":256,"num_attention_heads":4})", "t");
         QVERIFY(!llama.hasVision);
         QCOMPARE(llama.text.headDim, 64);
-        QVERIFY_THROWS_EXCEPTION(Error, ModelConfig::fromJsonText(R"({"model_type":"llava","text_config":{"hidden_size":"big"}})", "t"));
-        QVERIFY_THROWS_EXCEPTION(Error, ModelConfig::fromJsonText(R"({"model_type":"gpt2"})", "t"));
-        QVERIFY_THROWS_EXCEPTION(Error, ModelConfig::fromJsonText(R"({"model_type":"llama","num_attention_heads":6,"num_key_value_heads":4})", "t"));
+        QVERIFY_THROWS_EXCEPTION(Error, parseModelConfig(R"({"model_type":"llava","text_config":{"hidden_size":"big"}})", "t"));
+        QVERIFY_THROWS_EXCEPTION(Error, parseModelConfig(R"({"model_type":"gpt2"})", "t"));
+        QVERIFY_THROWS_EXCEPTION(Error, parseModelConfig(R"({"model_type":"llama","num_attention_heads":6,"num_key_value_heads":4})", "t"));
     }
 };
 

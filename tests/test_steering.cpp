@@ -4,9 +4,9 @@
 // batching equals separate runs, and the heatmaps keep the grid's orientation.
 #include "TestSupport.h"
 #include "Error.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 #include "analysis/Heatmaps.h"
-#include "generate/Prompt.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 #include "steer/SideBySide.h"
 #include "steer/Mask.h"
@@ -33,7 +33,7 @@ using namespace kvsteer::test;
 namespace {
 
 // Random per-head directions for every layer, seeded.
-SteeringVectors randomVectors(const LlavaModel& m, KeySpace space, uint64_t seed) {
+SteeringVectors randomVectors(const Model& m, KeySpace space, uint64_t seed) {
     at::manual_seed(seed);
     SteeringVectors v;
     v.keySpace = space;
@@ -69,7 +69,7 @@ at::Tensor ropeByHand(const at::Tensor& x, int64_t pos, double theta) {
 class TestSteering : public QObject {
     Q_OBJECT
 
-    std::shared_ptr<LlavaModel> model_;
+    std::shared_ptr<Model> model_;
     std::unique_ptr<Session> session_;
     QTemporaryDir tmp_;
 
@@ -121,7 +121,7 @@ class TestSteering : public QObject {
 
 private slots:
     void initTestCase() {
-        model_ = LlavaModel::load(referenceModelDir());
+        model_ = loadModel(referenceModelDir());
         session_ = std::make_unique<Session>(model_);
         const ImageU8 image = loadImage(referenceDir() + "/images/red_square_336x336.png");
         session_->prefill(buildPrompt(*model_, "What is shown in this image?", false, &image), 16);
@@ -328,7 +328,7 @@ private slots:
         // The same model under another directory layout (float16 shards, trimmed config) is accepted...
         const std::string same = tmp_.filePath("same").toStdString();
         writeConvertedReferenceModel(same, at::kHalf, 3 * 1024 * 1024);
-        loadSteeringFile(path, *LlavaModel::load(same));
+        loadSteeringFile(path, *loadModel(same));
         // ...a model whose config differs is refused, naming both.
         const std::string other = tmp_.filePath("other").toStdString();
         copyModelMetadata(other);
@@ -341,7 +341,7 @@ private slots:
         config.replace(config.find("\"rms_norm_eps\": 1e-05"), 21, "\"rms_norm_eps\": 1e-06");
         std::ofstream(other + "/config.json", std::ios::trunc) << config;
         try {
-            loadSteeringFile(path, *LlavaModel::load(other));
+            loadSteeringFile(path, *loadModel(other));
             QFAIL("a vector file for another model was accepted");
         } catch (const Error& e) {
             QVERIFY2(std::string(e.what()).find("made for model") != std::string::npos, e.what());

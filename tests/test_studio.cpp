@@ -11,7 +11,7 @@
 //
 // torch (through the core) before any Qt header.
 #include "TestSupport.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 #include "steer/Mask.h"
 #include "steer/SteeringVectors.h"
 
@@ -104,7 +104,7 @@ class TestStudio : public QObject {
 private:
     QTemporaryDir tmp_;
     std::unique_ptr<MainWindow> w_;
-    std::shared_ptr<LlavaModel> model_;   // the core's own view, to check exported files
+    std::shared_ptr<Model> model_;   // the core's own view, to check exported files
 
     // Clicks Run and waits for that run to finish.
     static bool runAndWait(MainWindow* w, int maxTokens, RunFinished* finished = nullptr) {
@@ -136,7 +136,7 @@ private Q_SLOTS:
         QStandardPaths::setTestModeEnabled(true);
         QVERIFY(tmp_.isValid());
         qInfo("model: %s", qPrintable(studioModelDir()));
-        model_ = LlavaModel::load(studioModelDir().toStdString());
+        model_ = loadModel(studioModelDir().toStdString());
         w_ = std::make_unique<MainWindow>(testOptions(tmp_.filePath(QStringLiteral("recovery.kvsession"))));
         w_->resize(1400, 900);
         w_->show();

@@ -77,6 +77,7 @@ KVCache KVCache::stackRows(const std::vector<const KVCache*>& rows) {
     c.fill_ = first.fill_;
     c.tokens_ = first.tokens_;
     c.visualSpan = first.visualSpan;
+    c.positionOffset = first.positionOffset;
     for (int l = 0; l < first.numLayers(); ++l) {
         std::vector<at::Tensor> ks, vs;
         for (const KVCache* r : rows) {

@@ -3,8 +3,11 @@
 // capacity so decoding appends in place. Keys are stored after RoPE (as transformers does).
 //
 // The number of tokens held, size(), is the only source of positions: the next token fed goes
-// to position size(). Each layer keeps its own fill count while a forward pass is under way;
-// size() reports the last layer's, i.e. the tokens every layer has seen.
+// to RoPE position size() + positionOffset, where positionOffset is the family's rule for the
+// prompt this cache holds (LLaVA 0, PaliGemma 1), set once at prefill and kept with the cache
+// like its visual span, so no separate counter can drift. Each layer keeps its own fill count
+// while a forward pass is under way; size() reports the last layer's, i.e. the tokens every
+// layer has seen.
 #include "cache/VisualSpan.h"
 
 #include <ATen/core/Tensor.h>
@@ -43,6 +46,8 @@ public:
     void appendTokens(const std::vector<int64_t>& ids) { tokens_.insert(tokens_.end(), ids.begin(), ids.end()); }
 
     VisualSpan visualSpan;
+    int64_t positionOffset = 0;   // RoPE position of cache index 0
+    int64_t positionOf(int64_t index) const { return index + positionOffset; }
 
     // Batch rows: stack single-row caches into one batch (side-by-side decoding), or take a row out.
     static KVCache stackRows(const std::vector<const KVCache*>& rows);

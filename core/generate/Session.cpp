@@ -1,7 +1,7 @@
 #include "generate/Session.h"
 
 #include "Error.h"
-#include "models/llava/LlavaModel.h"
+#include "models/Model.h"
 
 #include <ATen/ops/tensor.h>
 #include <c10/core/GradMode.h>
@@ -19,7 +19,7 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 } // namespace
 
-Session::Session(std::shared_ptr<const LlavaModel> model) : model_(std::move(model)) {
+Session::Session(std::shared_ptr<const Model> model) : model_(std::move(model)) {
     if (!model_) throw Error("Session: no model");
 }
 
@@ -43,34 +43,58 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     if (stopRequested && stopRequested()) return false;
 
     t0 = std::chrono::steady_clock::now();
-    const int64_t n = static_cast<int64_t>(prompt.ids.size()) - 1;   // all but the last prompt token
-    std::vector<int64_t> prefix(prompt.ids.begin(), prompt.ids.end() - 1);
-    at::Tensor embeds = model_->embedPrompt(prefix, imageFeatures_);
+    const int64_t n = static_cast<int64_t>(prompt.ids.size()) - 1;   // positions the snapshot keeps
+    const bool prefixLm = model_->promptAttention() == PromptAttention::Bidirectional;
+    const std::vector<int64_t> kept(prompt.ids.begin(), prompt.ids.end() - 1);
+    at::Tensor embeds = model_->embedPrompt(prefixLm ? prompt.ids : kept, imageFeatures_);
     const int64_t capacity = std::min<int64_t>(n + 1 + std::max<int64_t>(reserveTokens, 1), c.text.maxPositionEmbeddings);
     snapshot_ = KVCache(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, capacity,
                         at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));
+    snapshot_.positionOffset = prompt.firstPosition;
     ForwardPass pass;
     pass.stopRequested = stopRequested;
+    pass.bidirectional = prefixLm;
     try {
-        model_->llama().forward(embeds, snapshot_, &pass);
+        model_->decoder().forward(embeds, snapshot_, &pass);
     } catch (const ForwardStopped&) {
         snapshot_ = KVCache();   // partly written
         return false;
     }
-    snapshot_.appendTokens(prefix);
+    if (prefixLm) snapshot_.truncate(n);   // the last token is fed again by decode
+    snapshot_.appendTokens(kept);
     snapshot_.visualSpan = prompt.span;
     prefillMs_ = msSince(t0);
     prefilled_ = true;
     return true;
 }
 
+void Session::recomputePrompt(KVCache& cache, int64_t from, const ForwardPass& pass) const {
+    requirePrefilled();
+    const std::vector<int64_t> held = cache.tokens();
+    if (from < 0 || from > static_cast<int64_t>(held.size())) throw Error("Session::recomputePrompt: position outside the cache");
+    std::vector<int64_t> ids(held.begin() + from, held.end());
+    const VisualSpan span = cache.visualSpan;
+    const int64_t end = cache.size();
+    cache.truncate(from);
+    ForwardPass recompute = pass;
+    if (model_->promptAttention() == PromptAttention::Bidirectional) {
+        ids.push_back(lastPromptToken());
+        recompute.bidirectional = true;
+        feed(cache, ids, &recompute);
+        cache.truncate(end);
+    } else if (!ids.empty()) {
+        feed(cache, ids, &recompute);
+    }
+    cache.visualSpan = span;
+}
+
 at::Tensor Session::forwardIds(KVCache& cache, const at::Tensor& ids, ForwardPass* pass) const {
     c10::NoGradGuard noGrad;
-    const Llama& llama = model_->llama();
-    at::Tensor embeds = llama.embed(ids);
+    const TransformerDecoder& decoder = model_->decoder();
+    at::Tensor embeds = decoder.embed(ids);
     if (embeds.size(0) != cache.batch()) embeds = embeds.expand({cache.batch(), embeds.size(1), embeds.size(2)});
-    at::Tensor hidden = llama.forward(embeds, cache, pass);
-    return llama.logits(hidden.select(1, hidden.size(1) - 1));
+    at::Tensor hidden = decoder.forward(embeds, cache, pass);
+    return decoder.logits(hidden.select(1, hidden.size(1) - 1));
 }
 
 at::Tensor Session::feed(KVCache& cache, const std::vector<int64_t>& ids, ForwardPass* pass) const {

@@ -1,14 +1,20 @@
 #pragma once
-// Session: the prefill -> edit -> decode loop for one (image, prompt).
+// Session: the prefill -> edit -> decode loop for one (image, prompt), the same for every family.
 //
-// prefill() runs the image through the vision tower once and the decoder over every prompt
-// token but the last; that cache is the pristine snapshot. Decoding starts from a copy of it,
-// seeded with the last prompt token, so an edit of the cache is seen by the very first
-// generated token. Positions always come from cache.size().
+// The pristine snapshot holds the prompt's K/V at every position but the last; decoding starts
+// from a copy of it, seeded with the last prompt token, so an edit of the cache is seen by the
+// very first generated token. How the snapshot is made follows the family's prompt attention:
+//   causal (LLaVA)         the decoder runs over ids[0 .. L-2]
+//   prefix-LM (PaliGemma)  the decoder runs over all L ids bidirectionally, and the last
+//                          position is dropped again: the kept positions have seen it, exactly as
+//                          in the reference's full prefill, and feeding the last token against
+//                          them reproduces the full prefill's last position (its logits are the
+//                          first answer token's). "Prefill L-1 causally, then decode" would not.
+// Positions always come from the cache: cache.size() + cache.positionOffset.
 #include "cache/KVCache.h"
 #include "generate/TokenStream.h"
-#include "models/llava/Llama.h"
-#include "generate/Prompt.h"
+#include "models/Prompt.h"
+#include "models/common/TransformerDecoder.h"
 #include "generate/Sampler.h"
 
 #include <ATen/core/Tensor.h>
@@ -21,7 +27,7 @@
 
 namespace kvsteer {
 
-class LlavaModel;
+class Model;
 
 struct GenerationOptions {
     int maxNewTokens = 64;
@@ -37,12 +43,12 @@ int newTokensThatFit(const TextConfig& config, int64_t promptTokens, int wanted)
 
 class Session {
 public:
-    explicit Session(std::shared_ptr<const LlavaModel> model);
+    explicit Session(std::shared_ptr<const Model> model);
 
-    const LlavaModel& model() const { return *model_; }
-    std::shared_ptr<const LlavaModel> modelPtr() const { return model_; }
+    const Model& model() const { return *model_; }
+    std::shared_ptr<const Model> modelPtr() const { return model_; }
 
-    // Encodes the image (if any) and prefills prompt.ids[0 .. L-2]. `reserveTokens` sizes the
+    // Encodes the image (if any) and makes the snapshot of prompt.ids[0 .. L-2] (see above). `reserveTokens` sizes the
     // cache so decoding that many tokens never reallocates. `stopRequested`, when given, is asked
     // after the image encoding and before every decoder layer; once it says true the prefill
     // stops and returns false, leaving the session unprefilled (a real 7B prompt takes seconds
@@ -65,6 +71,13 @@ public:
     // Returns the logits of the last id, [V].
     at::Tensor feed(KVCache& cache, const std::vector<int64_t>& ids, ForwardPass* pass = nullptr) const;
 
+    // Recomputes the prompt positions `from` .. L-2 of a cache made from this session's snapshot
+    // against its first `from` positions (steering's propagate mode, after the image's K/V were
+    // edited), with the family's prompt attention: causal, or bidirectional together with the
+    // last prompt token (whose K/V are then dropped again, as in prefill). `pass` carries the
+    // attention bias of a spotlight plan.
+    void recomputePrompt(KVCache& cache, int64_t from, const ForwardPass& pass = {}) const;
+
     // Generates from `cache`, seeded with `seedToken` (not yet in the cache). Stops at EOS, at
     // the token budget, or when `cancel` becomes true (checked between steps).
     Generation decode(KVCache cache, int64_t seedToken, const GenerationOptions& options, const TokenCallback& onToken = {},
@@ -77,7 +90,7 @@ public:
 private:
     void requirePrefilled() const;
 
-    std::shared_ptr<const LlavaModel> model_;
+    std::shared_ptr<const Model> model_;
     Prompt prompt_;
     KVCache snapshot_;
     at::Tensor imageFeatures_;

@@ -92,7 +92,8 @@ ClipPreprocessConfig ClipPreprocessConfig::fromJsonString(const std::string& tex
     cfg.doCenterCrop = getBool(j, file, "do_center_crop", cfg.doCenterCrop);
     cfg.doRescale = getBool(j, file, "do_rescale", cfg.doRescale);
     cfg.doNormalize = getBool(j, file, "do_normalize", cfg.doNormalize);
-    if (j.contains("do_convert_rgb")) (void)getBool(j, file, "do_convert_rgb", true);  // images are always RGB
+    // Images are always RGB; null is transformers' "unset" (SiglipImageProcessor saves it so).
+    if (j.contains("do_convert_rgb") && !j["do_convert_rgb"].is_null()) (void)getBool(j, file, "do_convert_rgb", true);
 
     if (auto it = j.find("size"); it != j.end()) {
         const json& s = *it;

@@ -1,4 +1,5 @@
 #include "io/Config.h"
+#include "io/ConfigJson.h"
 
 #include "Error.h"
 
@@ -11,28 +12,43 @@
 namespace kvsteer {
 
 using nlohmann::json;
+using namespace configjson;
 
-namespace {
+namespace configjson {
 
-// Reads an optional key with a type check; a present key of the wrong type is an error that
-// names the field (a silently ignored typo would give a silently wrong model).
-template <typename T>
-void readKey(const json& obj, const char* key, T& out, const std::string& where) {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return;
+json parseObject(const std::string& text, const std::string& where) {
+    json j;
     try {
-        out = it->get<T>();
-    } catch (const std::exception&) {
-        throw Error(where + ": field '" + key + "' has the wrong type (got " + it->type_name() + ")");
+        j = json::parse(text);
+    } catch (const std::exception& e) {
+        throw Error(where + ": not valid JSON (" + e.what() + ")");
     }
+    if (!j.is_object()) throw Error(where + ": expected a JSON object");
+    return j;
 }
 
-void requirePositive(int value, const char* key, const std::string& where) {
+void requirePositive(int64_t value, const char* key, const std::string& where) {
     if (value <= 0) throw Error(where + ": field '" + std::string(key) + "' must be a positive integer (got " + std::to_string(value) + ")");
 }
 
-VisionConfig parseVision(const json& j, const std::string& where) {
-    VisionConfig v;
+void requireOneOf(const std::string& value, std::initializer_list<const char*> allowed, const char* key, const std::string& where) {
+    std::string list;
+    for (const char* a : allowed) {
+        if (value == a) return;
+        list += (list.empty() ? "" : " or ") + std::string(a);
+    }
+    throw Error(where + ": " + key + " '" + value + "' is not supported (expected " + list + ")");
+}
+
+const json& subObject(const json& j, const char* key, const std::string& where) {
+    static const json empty = json::object();
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return empty;
+    if (!it->is_object()) throw Error(where + ": " + key + " must be an object");
+    return *it;
+}
+
+VisionConfig parseVision(const json& j, const std::string& where, VisionConfig v) {
     if (!j.is_object()) throw Error(where + ": vision_config must be an object");
     readKey(j, "hidden_size", v.hiddenSize, where);
     readKey(j, "intermediate_size", v.intermediateSize, where);
@@ -53,28 +69,27 @@ VisionConfig parseVision(const json& j, const std::string& where) {
     if (v.numChannels != 3) throw Error(w + ": num_channels must be 3 (RGB)");
     if (v.hiddenSize % v.numHeads != 0) throw Error(w + ": hidden_size must be divisible by num_attention_heads");
     if (v.imageSize % v.patchSize != 0) throw Error(w + ": image_size must be a multiple of patch_size");
-    if (v.hiddenAct != "quick_gelu" && v.hiddenAct != "gelu")
-        throw Error(w + ": hidden_act '" + v.hiddenAct + "' is not supported (expected quick_gelu or gelu)");
     return v;
 }
 
-TextConfig parseText(const json& j, const std::string& where) {
-    TextConfig t;
+// `defaults` as the family's config class has them; numKvHeads 0 means "= num_attention_heads"
+// and headDim 0 "= hidden_size / num_attention_heads" (Llama's rules; Gemma has head_dim 256).
+TextConfig parseText(const json& j, const std::string& where, TextConfig t) {
     if (!j.is_object()) throw Error(where + ": text_config must be an object");
     readKey(j, "vocab_size", t.vocabSize, where);
     readKey(j, "hidden_size", t.hiddenSize, where);
     readKey(j, "intermediate_size", t.intermediateSize, where);
     readKey(j, "num_hidden_layers", t.numLayers, where);
     readKey(j, "num_attention_heads", t.numHeads, where);
-    t.numKvHeads = t.numHeads;   // transformers: num_key_value_heads defaults to num_attention_heads
     readKey(j, "num_key_value_heads", t.numKvHeads, where);
     requirePositive(t.hiddenSize, "hidden_size", where);
     requirePositive(t.numHeads, "num_attention_heads", where);
+    if (t.numKvHeads == 0) t.numKvHeads = t.numHeads;
     requirePositive(t.numKvHeads, "num_key_value_heads", where);
     requirePositive(t.numLayers, "num_hidden_layers", where);
     requirePositive(t.intermediateSize, "intermediate_size", where);
-    t.headDim = t.hiddenSize / t.numHeads;
     readKey(j, "head_dim", t.headDim, where);
+    if (t.headDim == 0) t.headDim = t.hiddenSize / t.numHeads;
     readKey(j, "hidden_act", t.hiddenAct, where);
     readKey(j, "rms_norm_eps", t.rmsNormEps, where);
     readKey(j, "rope_theta", t.ropeTheta, where);
@@ -91,28 +106,28 @@ TextConfig parseText(const json& j, const std::string& where) {
     if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
         throw Error(where + ": rope_scaling is not supported yet (expected null)");
     requirePositive(t.headDim, "head_dim", where);
+    requirePositive(t.maxPositionEmbeddings, "max_position_embeddings", where);
     if (t.vocabSize <= 0) throw Error(where + ": field 'vocab_size' must be positive");
     if (t.numHeads % t.numKvHeads != 0)
         throw Error(where + ": num_attention_heads (" + std::to_string(t.numHeads) + ") must be a multiple of num_key_value_heads (" +
                     std::to_string(t.numKvHeads) + ")");
     if (t.headDim % 2 != 0) throw Error(where + ": head_dim must be even (rotary embedding)");
-    if (t.hiddenAct != "silu") throw Error(where + ": hidden_act '" + t.hiddenAct + "' is not supported (expected silu)");
+    if (!(t.rmsNormEps > 0)) throw Error(where + ": field 'rms_norm_eps' must be positive");
+    if (!(t.ropeTheta > 0)) throw Error(where + ": field 'rope_theta' must be positive");
+    if (t.mlpBias) throw Error(where + ": mlp_bias true is not supported (expected false)");
     return t;
 }
 
-// LLaVA-1.5's vision tower when config.json has no vision_config (LlavaConfig's default).
-VisionConfig llavaDefaultVision() {
-    VisionConfig v;
-    v.hiddenSize = 1024;
-    v.intermediateSize = 4096;
-    v.numLayers = 24;
-    v.numHeads = 16;
-    v.imageSize = 336;
-    v.patchSize = 14;
-    return v;
-}
+} // namespace configjson
 
-} // namespace
+std::string readConfigJson(const std::string& directory) {
+    const std::string path = directory + "/config.json";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("config " + path + ": cannot open (missing config.json?)");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 std::string fnv1aHex(const std::string& bytes) {
     uint64_t h = 1469598103934665603ull;
@@ -133,6 +148,8 @@ std::string semanticHash(const ModelConfig& config) {
     return fnv1aHex(anonymous.toJsonText());
 }
 
+std::string semanticHash(const std::string& canonicalJson) { return fnv1aHex(canonicalJson); }
+
 int ModelConfig::imageSeqLength() const {
     if (!hasVision) return 0;
     return vision.numPatches() + (visionFeatureSelectStrategy == "full" ? 1 : 0);
@@ -142,60 +159,6 @@ int ModelConfig::visionLayersNeeded() const {
     // hidden_states has numLayers + 1 entries (the embeddings first); a negative index counts from the end.
     const int n = vision.numLayers;
     return visionFeatureLayer < 0 ? n + 1 + visionFeatureLayer : visionFeatureLayer;
-}
-
-ModelConfig ModelConfig::fromJsonText(const std::string& text, const std::string& where) {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const std::exception& e) {
-        throw Error(where + ": not valid JSON (" + e.what() + ")");
-    }
-    if (!j.is_object()) throw Error(where + ": expected a JSON object");
-    ModelConfig c;
-    readKey(j, "_name_or_path", c.name, where);
-    readKey(j, "model_type", c.modelType, where);
-    if (c.modelType.empty())
-        throw Error(where + ": field 'model_type' is missing (expected \"llava\" or \"llama\")");
-
-    if (c.modelType == "llama") {
-        c.text = parseText(j, where);
-        c.hasVision = false;
-        c.configHash = semanticHash(c);
-        return c;
-    }
-    if (c.modelType != "llava")
-        throw Error(where + ": model_type '" + c.modelType + "' is not supported (expected \"llava\" or \"llama\")");
-
-    c.hasVision = true;
-    readKey(j, "image_token_index", c.imageTokenIndex, where);
-    readKey(j, "vision_feature_layer", c.visionFeatureLayer, where);
-    readKey(j, "vision_feature_select_strategy", c.visionFeatureSelectStrategy, where);
-    readKey(j, "projector_hidden_act", c.projectorHiddenAct, where);
-    c.vision = j.contains("vision_config") && !j["vision_config"].is_null() ? parseVision(j["vision_config"], where)
-                                                                             : llavaDefaultVision();
-    c.text = j.contains("text_config") && !j["text_config"].is_null() ? parseText(j["text_config"], where + " (text_config)")
-                                                                       : TextConfig{};
-    if (c.visionFeatureSelectStrategy != "default" && c.visionFeatureSelectStrategy != "full")
-        throw Error(where + ": vision_feature_select_strategy must be \"default\" or \"full\"");
-    if (c.projectorHiddenAct != "gelu")
-        throw Error(where + ": projector_hidden_act '" + c.projectorHiddenAct + "' is not supported (expected gelu)");
-    const int needed = c.visionLayersNeeded();
-    if (needed < 0 || needed > c.vision.numLayers)
-        throw Error(where + ": vision_feature_layer " + std::to_string(c.visionFeatureLayer) + " is out of range for " +
-                    std::to_string(c.vision.numLayers) + " vision layers");
-    if (c.imageTokenIndex < 0 || c.imageTokenIndex >= c.text.vocabSize)
-        throw Error(where + ": image_token_index " + std::to_string(c.imageTokenIndex) + " is outside the vocabulary");
-    c.configHash = semanticHash(c);
-    return c;
-}
-
-ModelConfig ModelConfig::fromJsonFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("config " + path + ": cannot open (missing config.json?)");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return fromJsonText(ss.str(), "config " + path);
 }
 
 std::string ModelConfig::toJsonText() const {

@@ -1,13 +1,15 @@
 #pragma once
-// Model configuration: config.json of a llava-hf directory (or a plain Llama), with the
-// defaults transformers fills in for keys a trimmed config leaves out.
+// Model configuration: what every family's config.json comes down to — a vision tower, a decoder
+// and how the two meet — with the defaults transformers fills in for keys a trimmed config leaves
+// out. Each family parses its own config.json into this (models/<family>/...Config.cpp, with the
+// readers of io/ConfigJson.h); models/ModelRegistry picks the family from model_type.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace kvsteer {
 
-struct VisionConfig {          // CLIPVisionConfig
+struct VisionConfig {          // CLIPVisionConfig / SiglipVisionConfig
     int hiddenSize = 768;
     int intermediateSize = 3072;
     int numLayers = 12;
@@ -18,12 +20,12 @@ struct VisionConfig {          // CLIPVisionConfig
     std::string hiddenAct = "quick_gelu";
     double layerNormEps = 1e-5;
 
-    int gridSize() const { return imageSize / patchSize; }   // 24 for 336/14
+    int gridSize() const { return imageSize / patchSize; }   // 24 for 336/14, 16 for 224/14
     int numPatches() const { return gridSize() * gridSize(); }
     int headDim() const { return hiddenSize / numHeads; }
 };
 
-struct TextConfig {            // LlamaConfig
+struct TextConfig {            // LlamaConfig / GemmaConfig
     int64_t vocabSize = 32000;
     int hiddenSize = 4096;
     int intermediateSize = 11008;
@@ -31,19 +33,22 @@ struct TextConfig {            // LlamaConfig
     int numHeads = 32;
     int numKvHeads = 32;
     int headDim = 128;
-    std::string hiddenAct = "silu";
+    std::string hiddenAct = "silu";   // the gated MLP's gate: silu | gelu_pytorch_tanh
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
     int64_t maxPositionEmbeddings = 2048;
     bool attentionBias = false;
     bool mlpBias = false;
     bool tieWordEmbeddings = false;
+    // Set by the family, not read from JSON: Gemma's (1 + w) RMSNorm and sqrt(hidden) input scale.
+    bool normAddsOne = false;
+    bool scaleEmbeddings = false;
     int64_t bosTokenId = 1;
     std::vector<int64_t> eosTokenIds{2};
 };
 
 struct ModelConfig {
-    std::string modelType;     // "llava" or "llama"
+    std::string modelType;     // config.json's model_type: "llava", "llama", "paligemma"
     std::string name;          // _name_or_path if present, else the directory name
     std::string configHash;    // semanticHash(): ties steering files to a model
     bool hasVision = false;
@@ -59,12 +64,16 @@ struct ModelConfig {
     // Encoder layers that must actually run to reach the selected hidden state.
     int visionLayersNeeded() const;
 
-    static ModelConfig fromJsonFile(const std::string& path);
-    static ModelConfig fromJsonText(const std::string& text, const std::string& nameForErrors);
-    std::string toJsonText() const;   // a full config.json in the llava-hf layout
+    std::string toJsonText() const;   // a full config.json in the llava-hf layout (llava and llama only)
 };
 
+// DIR/config.json as text; throws Error naming the file when it cannot be read.
+std::string readConfigJson(const std::string& directory);
+
 std::string fnv1aHex(const std::string& bytes);
-std::string semanticHash(const ModelConfig& config);   // FNV-1a 64 of the canonical config JSON, name excluded
+// FNV-1a 64 of a canonical JSON of the config, name excluded: LLaVA/Llama hash toJsonText()
+// (as they always have: shipped vector files carry it); other families pass their own JSON.
+std::string semanticHash(const ModelConfig& config);
+std::string semanticHash(const std::string& canonicalJson);
 
 } // namespace kvsteer

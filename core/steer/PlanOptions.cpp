@@ -1,8 +1,8 @@
 #include "steer/PlanOptions.h"
 
 #include "Error.h"
-#include "generate/Prompt.h"
-#include "models/llava/LlavaModel.h"
+#include "models/Prompt.h"
+#include "models/ModelRegistry.h"
 
 #include <ATen/ops/ones.h>
 
@@ -43,7 +43,7 @@ SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors
     return p;
 }
 
-SteeringFileInfo newVectorsFileInfo(const LlavaModel& model, const std::string& recipe, const std::string& recipeInputsJson,
+SteeringFileInfo newVectorsFileInfo(const Model& model, const std::string& recipe, const std::string& recipeInputsJson,
                                     KeySpace keySpace) {
     SteeringFileInfo info;
     info.modelName = model.config().name;
@@ -52,7 +52,7 @@ SteeringFileInfo newVectorsFileInfo(const LlavaModel& model, const std::string& 
     info.operatorName = keySpace == KeySpace::PreRope ? "prerope" : "add";
     info.recipe = recipe;
     info.recipeInputsJson = recipeInputsJson;
-    info.promptTemplate = applyChatTemplate("{question}", recipe != "text-pairs");
+    info.promptTemplate = model.applyTemplate("{question}", recipe != "text-pairs");
     info.version = KVSTEER_VERSION;
     return info;
 }

@@ -15,7 +15,7 @@
 
 namespace kvsteer {
 
-class LlavaModel;
+class Model;
 
 struct PlanOptions {
     std::string op;                 // add | norm | prerope | scale | spotlight | ablate; "" = the file's, else add
@@ -35,7 +35,7 @@ SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors
 // The file info for vectors made by this program (a recipe run by `extract` or the studio):
 // the model's name and config hash, the operator for the key space, the recipe and its inputs,
 // the prompt template, the version. Suggestions (ck, cv, layers) are the caller's to add.
-SteeringFileInfo newVectorsFileInfo(const LlavaModel& model, const std::string& recipe, const std::string& recipeInputsJson,
+SteeringFileInfo newVectorsFileInfo(const Model& model, const std::string& recipe, const std::string& recipeInputsJson,
                                     KeySpace keySpace);
 
 } // namespace kvsteer

@@ -1,8 +1,7 @@
 #include "steer/Recipes.h"
 
 #include "Error.h"
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/Model.h"
 #include "generate/Session.h"
 
 #include <ATen/TensorOperators.h>
@@ -21,7 +20,7 @@ namespace kvsteer {
 namespace {
 
 // The prompt's cache over all but its last token (what a Session keeps as the snapshot).
-std::unique_ptr<Session> prefilled(const std::shared_ptr<const LlavaModel>& model, const std::string& question, const ImageU8* image) {
+std::unique_ptr<Session> prefilled(const std::shared_ptr<const Model>& model, const std::string& question, const ImageU8* image) {
     auto session = std::make_unique<Session>(model);
     session->prefill(buildPrompt(*model, question, false, image), 1);
     return session;
@@ -33,7 +32,7 @@ at::Tensor visualKV(const Session& s, int layer, bool keys, KeySpace space) {
     const VisualSpan& span = c.visualSpan;
     at::Tensor x = (keys ? c.keys(layer) : c.values(layer)).select(0, 0).narrow(1, span.start, span.length).to(at::kFloat);
     if (keys && space == KeySpace::PreRope)
-        x = s.model().llama().rotate(x, at::arange(span.start, span.end(), at::TensorOptions().dtype(at::kLong)), true);
+        x = s.model().decoder().rotate(x, at::arange(c.positionOf(span.start), c.positionOf(span.end()), at::TensorOptions().dtype(at::kLong)), true);
     return x.to(at::kCPU);
 }
 
@@ -48,7 +47,7 @@ at::Tensor summarize(const at::Tensor& diffs, bool pca) {
     return u * along;
 }
 
-SteeringVectors emptyVectors(const LlavaModel& model, KeySpace space) {
+SteeringVectors emptyVectors(const Model& model, KeySpace space) {
     SteeringVectors v;
     v.keySpace = space;
     v.keys.resize(model.config().text.numLayers);
@@ -56,13 +55,13 @@ SteeringVectors emptyVectors(const LlavaModel& model, KeySpace space) {
     return v;
 }
 
-void requireVision(const LlavaModel& model) {
+void requireVision(const Model& model) {
     if (!model.hasVision()) throw Error("recipe: model " + model.config().name + " has no vision tower");
 }
 
 } // namespace
 
-SteeringVectors extractImagePair(std::shared_ptr<const LlavaModel> model, const std::string& question, const ImageU8& imageA,
+SteeringVectors extractImagePair(std::shared_ptr<const Model> model, const std::string& question, const ImageU8& imageA,
                                  const ImageU8& imageB, const ExtractOptions& options) {
     c10::NoGradGuard noGrad;
     requireVision(*model);
@@ -78,7 +77,7 @@ SteeringVectors extractImagePair(std::shared_ptr<const LlavaModel> model, const 
     return v;
 }
 
-SteeringVectors extractRegion(std::shared_ptr<const LlavaModel> model, const std::string& question, const ImageU8& image,
+SteeringVectors extractRegion(std::shared_ptr<const Model> model, const std::string& question, const ImageU8& image,
                               const at::Tensor& mask, const ExtractOptions& options) {
     c10::NoGradGuard noGrad;
     requireVision(*model);
@@ -127,7 +126,7 @@ std::vector<TextPair> loadTextPairs(const std::string& path) {
     return pairs;
 }
 
-SteeringVectors extractTextPairs(std::shared_ptr<const LlavaModel> model, const std::vector<TextPair>& pairs, const ExtractOptions& options) {
+SteeringVectors extractTextPairs(std::shared_ptr<const Model> model, const std::vector<TextPair>& pairs, const ExtractOptions& options) {
     c10::NoGradGuard noGrad;
     if (options.perPosition) throw Error("recipe text-pairs: --per-position needs an image");
     if (pairs.empty()) throw Error("recipe text-pairs: no pairs");
@@ -143,7 +142,7 @@ SteeringVectors extractTextPairs(std::shared_ptr<const LlavaModel> model, const 
         for (int l = 0; l < layers; ++l) {
             at::Tensor k = cache.keys(l).select(0, 0).narrow(1, pos, 1).to(at::kFloat);   // [H, 1, D]
             if (options.keySpace == KeySpace::PreRope)
-                k = model->llama().rotate(k, at::arange(pos, pos + 1, at::TensorOptions().dtype(at::kLong)), true);
+                k = model->decoder().rotate(k, at::arange(cache.positionOf(pos), cache.positionOf(pos) + 1, at::TensorOptions().dtype(at::kLong)), true);
             kv.emplace_back(k.squeeze(1).cpu(), cache.values(l).select(0, 0).narrow(1, pos, 1).squeeze(1).to(at::kFloat).cpu());
         }
         return kv;

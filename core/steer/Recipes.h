@@ -21,7 +21,7 @@
 
 namespace kvsteer {
 
-class LlavaModel;
+class Model;
 
 struct ExtractOptions {
     KeySpace keySpace = KeySpace::PostRope;
@@ -29,10 +29,10 @@ struct ExtractOptions {
     bool pca = false;
 };
 
-SteeringVectors extractImagePair(std::shared_ptr<const LlavaModel> model, const std::string& question, const ImageU8& imageA,
+SteeringVectors extractImagePair(std::shared_ptr<const Model> model, const std::string& question, const ImageU8& imageA,
                                  const ImageU8& imageB, const ExtractOptions& options);
 
-SteeringVectors extractRegion(std::shared_ptr<const LlavaModel> model, const std::string& question, const ImageU8& image,
+SteeringVectors extractRegion(std::shared_ptr<const Model> model, const std::string& question, const ImageU8& image,
                               const at::Tensor& mask, const ExtractOptions& options);
 
 struct TextPair {
@@ -40,7 +40,7 @@ struct TextPair {
 };
 // Pairs are full prompts (tokenized with BOS, no template). Reads JSONL: {"positive": ..., "negative": ...} per line.
 std::vector<TextPair> loadTextPairs(const std::string& path);
-SteeringVectors extractTextPairs(std::shared_ptr<const LlavaModel> model, const std::vector<TextPair>& pairs,
+SteeringVectors extractTextPairs(std::shared_ptr<const Model> model, const std::vector<TextPair>& pairs,
                                  const ExtractOptions& options);
 
 } // namespace kvsteer

@@ -1,7 +1,7 @@
 #include "steer/SideBySide.h"
 
 #include "Error.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
@@ -16,7 +16,7 @@ namespace kvsteer {
 GenerationPair decodeSideBySide(const Session& session, const SteeredCache& steered, const GenerationOptions& options,
                                 const PairCallback& onStep, const std::atomic<bool>* cancel) {
     c10::NoGradGuard noGrad;
-    const LlavaModel& model = session.model();
+    const Model& model = session.model();
     const Tokenizer& tok = model.tokenizer();
     const std::vector<int64_t>& eos = model.config().text.eosTokenIds;
     if (steered.cache.size() != session.snapshot().size())

@@ -1,7 +1,7 @@
 #include "steer/SteeringPlan.h"
 
 #include "Error.h"
-#include "models/llava/LlavaModel.h"
+#include "models/Model.h"
 #include "generate/Session.h"
 
 #include <ATen/TensorOperators.h>
@@ -71,7 +71,7 @@ void validate(const Session& session, const SteeringPlan& plan) {
 
 // Edits one head's visual span x [N, D] at `index` (positions with nonzero factor).
 void editHead(const at::Tensor& span, const at::Tensor& index, const at::Tensor& factor, SteeringOperator op, const at::Tensor& dir,
-              const at::Tensor& ablateTarget, const Llama& llama, int64_t spanStart, bool isKey) {
+              const at::Tensor& ablateTarget, const TransformerDecoder& decoder, int64_t spanPosition, bool isKey) {
     at::Tensor x = span.index_select(0, index);   // [n, D]
     at::Tensor f = factor.unsqueeze(1);           // [n, 1] = s(p) * c
     at::Tensor out;
@@ -80,7 +80,7 @@ void editHead(const at::Tensor& span, const at::Tensor& index, const at::Tensor&
         out = x + f * dir;
         break;
     case SteeringOperator::PreRope:
-        out = isKey ? x + f * llama.rotate(dir.expand_as(x), index + spanStart) : x + f * dir;
+        out = isKey ? x + f * decoder.rotate(dir.expand_as(x), index + spanPosition) : x + f * dir;
         break;
     case SteeringOperator::NormPreserving: {
         at::Tensor y = x + f * dir;
@@ -139,7 +139,7 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
     c10::NoGradGuard noGrad;
     const auto t0 = std::chrono::steady_clock::now();
     validate(session, plan);
-    const LlavaModel& model = session.model();
+    const Model& model = session.model();
     const TextConfig& t = model.config().text;
     const VisualSpan span = session.snapshot().visualSpan;
 
@@ -180,19 +180,17 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
                 at::Tensor headSpan = cached.select(0, h).narrow(0, span.start, span.length);   // [N, D]
                 at::Tensor dir = entry.defined() ? directionFor(entry.to(cached.device(), cached.scalar_type()), h, dev) : at::Tensor();
                 at::Tensor target = plan.ablateTarget == AblateTarget::Mean ? headSpan.mean(0) : at::zeros_like(headSpan.select(0, 0));
-                editHead(headSpan, dev, fdev, plan.op, dir, target, model.llama(), span.start, isKey);
+                editHead(headSpan, dev, fdev, plan.op, dir, target, model.decoder(), out.cache.positionOf(span.start), isKey);
             }
         }
     }
 
     if (edited && plan.mode == PlanMode::Propagate && span.end() < out.cache.size()) {
-        // Recompute the text after the image from the edited cache (spotlight bias included).
-        const std::vector<int64_t> suffix(out.cache.tokens().begin() + span.end(), out.cache.tokens().end());
-        out.cache.truncate(span.end());
+        // Recompute the text after the image from the edited cache (spotlight bias included),
+        // with the family's prompt attention (prefix-LM: bidirectionally, the last token too).
         ForwardPass pass;
         pass.attentionBias = out.attentionBias;
-        session.feed(out.cache, suffix, &pass);
-        out.cache.visualSpan = span;
+        session.recomputePrompt(out.cache, span.end(), pass);
     }
     out.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return out;

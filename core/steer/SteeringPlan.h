@@ -12,7 +12,10 @@
 //   ablate         x += s c (target - x), target = mean over the visual span (or zero)
 // c is c_k for keys and c_v for values (spotlight uses c_k). Modes: edit-only keeps the K/V the
 // text after the image got from the unsteered image; propagate recomputes that text suffix from
-// the edited cache, so the prompt itself sees the steered image.
+// the edited cache, so the prompt itself sees the steered image (Session::recomputePrompt: for a
+// prefix-LM family every text position is recomputed bidirectionally against the edited image).
+// Either way the last prompt token is fed against the edited cache when decoding starts, so the
+// first answer token is steered in every family.
 #include "cache/KVCache.h"
 #include "steer/SteeringVectors.h"
 

@@ -1,7 +1,7 @@
 #include "steer/SteeringVectors.h"
 
 #include "Error.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 #include "io/SafeTensors.h"
 
 #include <nlohmann/json.hpp>
@@ -72,7 +72,7 @@ T field(const json& meta, const char* key, const std::string& where) {
 
 } // namespace
 
-SteeringVectors loadSteeringFile(const std::string& path, const LlavaModel& model, SteeringFileInfo* infoOut) {
+SteeringVectors loadSteeringFile(const std::string& path, const Model& model, SteeringFileInfo* infoOut) {
     const std::string where = "steering file " + path;
     const SafeTensorsFile file(path);
     auto it = file.metadata().find("kvsteer");

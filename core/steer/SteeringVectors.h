@@ -16,7 +16,7 @@
 
 namespace kvsteer {
 
-class LlavaModel;
+class Model;
 
 enum class KeySpace { PostRope, PreRope };
 std::string keySpaceName(KeySpace space);           // "post-rope" | "pre-rope"
@@ -52,6 +52,6 @@ void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, c
 
 // Reads and validates against `model`: the config hash, the layer count, H_kv, head_dim, the grid,
 // and every tensor's shape. Any mismatch is a kvsteer::Error naming the file and the field.
-SteeringVectors loadSteeringFile(const std::string& path, const LlavaModel& model, SteeringFileInfo* info = nullptr);
+SteeringVectors loadSteeringFile(const std::string& path, const Model& model, SteeringFileInfo* info = nullptr);
 
 } // namespace kvsteer

@@ -3,9 +3,9 @@
 #include "Error.h"
 #include "Runtime.h"
 #include "io/Image.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 #include "analysis/Heatmaps.h"
-#include "generate/Prompt.h"
+#include "models/Prompt.h"
 #include "generate/Session.h"
 #include "steer/SideBySide.h"
 #include "steer/Mask.h"
@@ -73,16 +73,16 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
             }
             return !d->cancelLoad.load();
         };
-        std::shared_ptr<LlavaModel> model;
+        std::shared_ptr<Model> model;
         try {
-            model = LlavaModel::load(ss(directory), o);
+            model = kvsteer::loadModel(ss(directory), o);
         } catch (const LoadCancelled&) {
             Q_EMIT modelLoadCancelled(directory);
             Q_EMIT idle();
             return;
         }
         if (!model->hasVision())
-            throw kvsteer::Error(ss(directory) + " holds a text-only model; the studio needs a LLaVA model with a vision tower");
+            throw kvsteer::Error(ss(directory) + " holds a text-only model; the studio needs a vision-language model (LLaVA, PaliGemma)");
         const bool hadVectors = d->vectors.has_value();
         d->model = model;
         d->session.reset();
@@ -107,8 +107,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         m.headDim = c.text.headDim;
         m.hidden = c.text.hiddenSize;
         m.gridRows = m.gridCols = c.vision.gridSize();
-        m.cropWidth = model->imageConfig().cropWidth;
-        m.cropHeight = model->imageConfig().cropHeight;
+        m.cropWidth = m.cropHeight = c.vision.imageSize;
         m.parameters = model->parameterCount();
         m.vocab = model->tokenizer().vocabSize();
         m.loadMs = model->loadMs();
@@ -121,7 +120,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
     // The image, if any, is preprocessed again for this model's processor.
     if (!d->image.empty()) {
         try {
-            const PreprocessedImage pre = clipPreprocess(d->image, d->model->imageConfig());
+            const PreprocessedImage pre = d->model->preprocessImage(d->image);
             ImageInfo info;
             info.id = d->imageId;
             info.name = d->imageName;
@@ -146,8 +145,8 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
 void Worker::setImage(quint64 id, const QByteArray& bytes, const QString& name) {
     try {
         ImageU8 img = decodeImage(reinterpret_cast<const uint8_t*>(bytes.constData()), size_t(bytes.size()), ss(name));
-        const ClipPreprocessConfig cfg = d->model ? d->model->imageConfig() : ClipPreprocessConfig();
-        const PreprocessedImage pre = clipPreprocess(img, cfg);
+        // Before a model is loaded the image is shown as LLaVA's processor would crop it.
+        const PreprocessedImage pre = d->model ? d->model->preprocessImage(img) : clipPreprocess(img, ClipPreprocessConfig());
         d->image = std::move(img);
         d->imageId = id;
         d->imageName = name;
@@ -198,7 +197,7 @@ void Worker::run(const RunRequest& req) {
     };
     try {
         c10::NoGradGuard noGrad;
-        const LlavaModel& model = *d->model;
+        const Model& model = *d->model;
         RunStarted started;
         started.runId = req.id;
 

@@ -3,7 +3,7 @@
 // the held vectors, and the thread-safe flags the UI thread sets. Shared by Worker.cpp (model,
 // image, runs, heatmaps) and WorkerVectors.cpp (vectors and masks); nothing else includes it.
 #include "generate/Session.h"
-#include "models/llava/LlavaModel.h"
+#include "models/ModelRegistry.h"
 #include "steer/SteeringPlan.h"
 #include "steer/SteeringVectors.h"
 
@@ -20,7 +20,7 @@
 namespace kvsteer::ui {
 
 struct Worker::State {
-    std::shared_ptr<LlavaModel> model;
+    std::shared_ptr<Model> model;
     ModelInfo info;
 
     quint64 imageId = 0;

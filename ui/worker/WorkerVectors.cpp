@@ -2,8 +2,8 @@
 // vectors, export with the panel's plan, and masks in and out. The core comes first, as in Worker.cpp.
 #include "Error.h"
 #include "io/Image.h"
-#include "models/llava/LlavaModel.h"
-#include "generate/Prompt.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
 #include "steer/Mask.h"
 #include "steer/PlanOptions.h"
 #include "steer/Recipes.h"
@@ -187,7 +187,7 @@ void Worker::exportVectors(const QString& path, const PlanSettings& plan, const 
             for (int l : info.layers) info.headMask[size_t(l)] = std::vector<int>(plan.heads.begin(), plan.heads.end());
         }
         if (info.recipe.empty()) info.recipe = "imported";
-        if (info.promptTemplate.empty()) info.promptTemplate = applyChatTemplate("{question}", true);
+        if (info.promptTemplate.empty()) info.promptTemplate = d->model->applyTemplate("{question}", true);
         info.version = KVSTEER_VERSION;
         saveSteeringFile(ss(path), v, info);
         Q_EMIT vectorsExported(path);

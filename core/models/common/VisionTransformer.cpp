@@ -1,4 +1,4 @@
-#include "models/llava/ClipVision.h"
+#include "models/common/VisionTransformer.h"
 
 #include "io/Checkpoint.h"
 
@@ -21,18 +21,26 @@ std::string layerName(int i, const std::string& rest) { return "vision.encoder.l
 
 } // namespace
 
-ClipVision::ClipVision(const VisionConfig& config, int layersToRun, const Checkpoint& ckpt, const WeightFormat& format)
-    : config_(config) {
+VisionTransformer::VisionTransformer(const VisionConfig& config, const VisionTowerSpec& spec, const Checkpoint& ckpt,
+                                     const WeightFormat& format)
+    : config_(config), spec_(spec) {
     const int64_t h = config.hiddenSize, p = config.patchSize, n = config.numPatches(), m = config.intermediateSize;
     // Norms, biases and embeddings are tiny: keep them in the compute dtype.
     WeightFormat small = format;
     small.storage = format.compute;
     patchWeight_ = loadWeight(ckpt, "vision.embeddings.patch_embedding.weight", {h, 3, p, p}, format);
-    classEmbedding_ = loadWeight(ckpt, "vision.embeddings.class_embedding", {h}, small);
-    positionEmbedding_ = loadWeight(ckpt, "vision.embeddings.position_embedding.weight", {n + 1, h}, small);
-    preLnWeight_ = loadWeight(ckpt, "vision.pre_layrnorm.weight", {h}, small);
-    preLnBias_ = loadWeight(ckpt, "vision.pre_layrnorm.bias", {h}, small);
-    for (int i = 0; i < layersToRun; ++i) {
+    if (spec.patchBias) patchBias_ = loadWeight(ckpt, "vision.embeddings.patch_embedding.bias", {h}, small);
+    if (spec.classToken) classEmbedding_ = loadWeight(ckpt, "vision.embeddings.class_embedding", {h}, small);
+    positionEmbedding_ = loadWeight(ckpt, "vision.embeddings.position_embedding.weight", {n + (spec.classToken ? 1 : 0), h}, small);
+    if (spec.preLayerNorm) {
+        preLnWeight_ = loadWeight(ckpt, "vision.pre_layrnorm.weight", {h}, small);
+        preLnBias_ = loadWeight(ckpt, "vision.pre_layrnorm.bias", {h}, small);
+    }
+    if (spec.postLayerNorm) {
+        postLnWeight_ = loadWeight(ckpt, "vision.post_layernorm.weight", {h}, small);
+        postLnBias_ = loadWeight(ckpt, "vision.post_layernorm.bias", {h}, small);
+    }
+    for (int i = 0; i < spec.layersToRun; ++i) {
         Layer L;
         L.ln1Weight = loadWeight(ckpt, layerName(i, "layer_norm1.weight"), {h}, small);
         L.ln1Bias = loadWeight(ckpt, layerName(i, "layer_norm1.bias"), {h}, small);
@@ -54,7 +62,7 @@ ClipVision::ClipVision(const VisionConfig& config, int layersToRun, const Checkp
     }
 }
 
-at::Tensor ClipVision::encoderLayer(const at::Tensor& x, const Layer& L) const {
+at::Tensor VisionTransformer::encoderLayer(const at::Tensor& x, const Layer& L) const {
     const int64_t b = x.size(0), t = x.size(1), h = config_.hiddenSize, heads = config_.numHeads, d = config_.headDim();
     const double eps = config_.layerNormEps;
 
@@ -71,21 +79,26 @@ at::Tensor ClipVision::encoderLayer(const at::Tensor& x, const Layer& L) const {
     // MLP: fc1 -> activation -> fc2.
     y = at::layer_norm(r, {h}, L.ln2Weight, L.ln2Bias, eps);
     y = applyLinear(y, L.fc1Weight, L.fc1Bias);
-    y = config_.hiddenAct == "quick_gelu" ? y * at::sigmoid(1.702 * y) : at::gelu(y);
-    return r + applyLinear(y, L.fc2Weight, L.fc2Bias);
+    return r + applyLinear(activation(y), L.fc2Weight, L.fc2Bias);
 }
 
-at::Tensor ClipVision::forward(const at::Tensor& pixels, at::Tensor* embeddings) const {
-    const int64_t b = pixels.size(0), g = config_.gridSize(), p = config_.patchSize, h = config_.hiddenSize;
+at::Tensor VisionTransformer::activation(const at::Tensor& y) const {
+    if (config_.hiddenAct == "quick_gelu") return y * at::sigmoid(1.702 * y);
+    if (config_.hiddenAct == "gelu_pytorch_tanh") return at::gelu(y, "tanh");
+    return at::gelu(y);   // exact (erf) GELU
+}
+
+at::Tensor VisionTransformer::forward(const at::Tensor& pixels, at::Tensor* embeddings) const {
+    const int64_t b = pixels.size(0), p = config_.patchSize, h = config_.hiddenSize;
+    const c10::ScalarType dtype = positionEmbedding_.scalar_type();
     // The stride-p, kernel-p convolution, flattened row-major over the grid: patch i is grid cell (i / g, i % g).
-    at::Tensor x = at::conv2d(pixels.to(positionEmbedding_.scalar_type()), patchWeight_.to(positionEmbedding_.scalar_type()), {}, p)
-                       .flatten(2)
-                       .transpose(1, 2);
-    at::Tensor cls = classEmbedding_.view({1, 1, h}).expand({b, 1, h});
-    x = at::cat({cls, x}, 1) + positionEmbedding_.unsqueeze(0);
-    x = at::layer_norm(x, {h}, preLnWeight_, preLnBias_, config_.layerNormEps);
+    at::Tensor x = at::conv2d(pixels.to(dtype), patchWeight_.to(dtype), patchBias_, p).flatten(2).transpose(1, 2);
+    if (spec_.classToken) x = at::cat({classEmbedding_.view({1, 1, h}).expand({b, 1, h}), x}, 1);
+    x = x + positionEmbedding_.unsqueeze(0);
+    if (spec_.preLayerNorm) x = at::layer_norm(x, {h}, preLnWeight_, preLnBias_, config_.layerNormEps);
     if (embeddings) *embeddings = x;
     for (const Layer& L : layers_) x = encoderLayer(x, L);
+    if (spec_.postLayerNorm) x = at::layer_norm(x, {h}, postLnWeight_, postLnBias_, config_.layerNormEps);
     return x;
 }
 

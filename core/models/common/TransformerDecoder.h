@@ -1,7 +1,12 @@
 #pragma once
-// The Llama decoder of LLaVA: token embeddings, N pre-norm blocks (GQA attention with rotate-half
-// RoPE, SwiGLU MLP), final RMSNorm and the LM head. Every forward pass appends to a KVCache and
-// takes its positions from it: the first new token sits at cache.size().
+// The decoder-only transformer every family shares: token embeddings, N pre-norm blocks (GQA/MQA
+// attention with rotate-half RoPE, a gated MLP), final RMSNorm and the LM head. What differs
+// between Llama (LLaVA) and Gemma (PaliGemma) is a handful of TextConfig fields, not code:
+//   hiddenAct        silu (SwiGLU) | gelu_pytorch_tanh (GeGLU)
+//   normAddsOne      RMSNorm scales by w (Llama) or by (1 + w) (Gemma)
+//   scaleEmbeddings  every input row is multiplied by sqrt(hidden_size) first (Gemma)
+// Every forward pass appends to a KVCache and takes its positions from it: the first new token
+// sits at position cache.size() + cache.positionOffset (the family's rule, kept with the cache).
 #include "io/Config.h"
 #include "nn/Linear.h"
 
@@ -25,24 +30,28 @@ struct ForwardPass {
     // [B, H, S] (S = keys attended, i.e. cache.size() after the pass).
     bool captureAttention = false;
     std::vector<at::Tensor> attention;
+    // Prefix-LM (PaliGemma): the T new tokens attend to each other in both directions, not
+    // causally. They always see every cached token.
+    bool bidirectional = false;
     // When set, asked before every layer; true stops the pass by throwing ForwardStopped (the
     // cache is then partly written and must be thrown away). A long prefill can be cancelled.
     std::function<bool()> stopRequested;
 };
 
-// Thrown by Llama::forward when ForwardPass::stopRequested says so. Not an error.
+// Thrown by TransformerDecoder::forward when ForwardPass::stopRequested says so. Not an error.
 struct ForwardStopped {};
 
-class Llama {
+class TransformerDecoder {
 public:
-    Llama(const TextConfig& config, const Checkpoint& ckpt, const WeightFormat& format);
+    TransformerDecoder(const TextConfig& config, const Checkpoint& ckpt, const WeightFormat& format);
 
     const TextConfig& config() const { return config_; }
 
     at::Tensor embed(const at::Tensor& ids) const;   // [B, T] int64 -> [B, T, D] (compute dtype)
 
-    // Runs the blocks over `embeds` [B, T, D] at positions cache.size() .. cache.size()+T-1,
-    // appending their K/V to `cache`. Returns the final-normed hidden states [B, T, D].
+    // Runs the blocks over `embeds` [B, T, D] (as embed() returns them, before any scaling) at
+    // positions p0 .. p0+T-1, p0 = cache.size() + cache.positionOffset, appending their K/V to
+    // `cache`. Returns the final-normed hidden states [B, T, D].
     at::Tensor forward(const at::Tensor& embeds, KVCache& cache, ForwardPass* pass = nullptr) const;
 
     at::Tensor logits(const at::Tensor& hidden) const;   // [.., D] -> [.., V], float32
@@ -51,17 +60,20 @@ public:
     // divided by this is the memory roofline of decoding.
     int64_t weightBytesPerToken() const;
 
-    // Rotates x [..., N, head_dim] by the RoPE angles of `positions` [N] (int64), or back
+    // Rotates x [..., N, head_dim] by the RoPE angles of `positions` [N] (int64; RoPE positions,
+    // i.e. cache indices plus the cache's positionOffset), or back
     // (inverse): how cached (post-RoPE) keys and position-free (pre-RoPE) directions relate.
     at::Tensor rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
 
 private:
     struct Layer {
-        at::Tensor inputNorm, postNorm;
+        at::Tensor inputNorm, postNorm;      // (1 + w) already added for Gemma
         LinearWeight qkvWeight, oWeight;     // q, k, v fused: [(H + 2 H_kv) * hd, D]
+        at::Tensor qkvBias;                  // [(H + 2 H_kv) * hd] when attention_bias, else undefined
         LinearWeight gateUpWeight, downWeight; // gate and up fused: [2 I, D]
     };
     at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight) const;
+    at::Tensor activation(const at::Tensor& gate) const;
     at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                          const at::Tensor& bias, at::Tensor* captured) const;
@@ -70,7 +82,8 @@ private:
     WeightFormat format_;
     at::Tensor embedTokens_, finalNorm_;
     LinearWeight lmHead_;   // the embedding table itself when tied
-    at::Tensor ropeCos_, ropeSin_;   // [max_position_embeddings, head_dim], float32 -> compute dtype
+    at::Tensor ropeCos_, ropeSin_;   // [max_position_embeddings + 1, head_dim], float32 -> compute dtype
+    double embedScale_ = 1.0;        // sqrt(hidden_size) rounded to the compute dtype, or 1
     std::vector<Layer> layers_;
 };
 

@@ -1,4 +1,4 @@
-#include "models/llava/Llama.h"
+#include "models/common/TransformerDecoder.h"
 
 #include "Error.h"
 #include "cache/KVCache.h"
@@ -11,6 +11,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/embedding.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/outer.h>
@@ -30,28 +32,39 @@ namespace {
 
 std::string layerName(int i, const std::string& rest) { return "text.layers." + std::to_string(i) + "." + rest; }
 
+// An RMSNorm weight as the forward pass multiplies by it: Gemma stores w and scales by (1 + w),
+// which is added here once, in float32 like transformers' GemmaRMSNorm.
+at::Tensor loadNorm(const Checkpoint& ckpt, const std::string& name, int64_t d, const WeightFormat& small, bool addsOne) {
+    at::Tensor w = loadWeight(ckpt, name, {d}, small);
+    return addsOne ? (w.to(at::kFloat) + 1.0).to(w.scalar_type()) : w;
+}
+
 } // namespace
 
-Llama::Llama(const TextConfig& c, const Checkpoint& ckpt, const WeightFormat& format) : config_(c), format_(format) {
+TransformerDecoder::TransformerDecoder(const TextConfig& c, const Checkpoint& ckpt, const WeightFormat& format) : config_(c), format_(format) {
     const int64_t d = c.hiddenSize, hd = c.headDim, qDim = int64_t(c.numHeads) * hd, kvDim = int64_t(c.numKvHeads) * hd;
     const int64_t inter = c.intermediateSize, vocab = c.vocabSize;
     WeightFormat small = format;
     small.storage = format.compute;
 
     embedTokens_ = loadWeight(ckpt, "text.embed_tokens.weight", {vocab, d}, format);
-    finalNorm_ = loadWeight(ckpt, "text.norm.weight", {d}, small);
+    finalNorm_ = loadNorm(ckpt, "text.norm.weight", d, small, c.normAddsOne);
     if (ckpt.has("lm_head.weight")) lmHead_ = loadLinear(ckpt, "lm_head.weight", {vocab, d}, format);
     else if (c.tieWordEmbeddings) lmHead_ = LinearWeight{{embedTokens_}};
     else lmHead_ = loadLinear(ckpt, "lm_head.weight", {vocab, d}, format);   // throws: missing tensor
 
     for (int i = 0; i < c.numLayers; ++i) {
         Layer L;
-        L.inputNorm = loadWeight(ckpt, layerName(i, "input_layernorm.weight"), {d}, small);
-        L.postNorm = loadWeight(ckpt, layerName(i, "post_attention_layernorm.weight"), {d}, small);
+        L.inputNorm = loadNorm(ckpt, layerName(i, "input_layernorm.weight"), d, small, c.normAddsOne);
+        L.postNorm = loadNorm(ckpt, layerName(i, "post_attention_layernorm.weight"), d, small, c.normAddsOne);
         L.qkvWeight = loadFusedLinear(ckpt,
                                       {layerName(i, "self_attn.q_proj.weight"), layerName(i, "self_attn.k_proj.weight"),
                                        layerName(i, "self_attn.v_proj.weight")},
                                       {{qDim, d}, {kvDim, d}, {kvDim, d}}, format);
+        if (c.attentionBias)
+            L.qkvBias = at::cat({loadWeight(ckpt, layerName(i, "self_attn.q_proj.bias"), {qDim}, small),
+                                 loadWeight(ckpt, layerName(i, "self_attn.k_proj.bias"), {kvDim}, small),
+                                 loadWeight(ckpt, layerName(i, "self_attn.v_proj.bias"), {kvDim}, small)});
         L.oWeight = loadLinear(ckpt, layerName(i, "self_attn.o_proj.weight"), {d, qDim}, format);
         L.gateUpWeight = loadFusedLinear(ckpt, {layerName(i, "mlp.gate_proj.weight"), layerName(i, "mlp.up_proj.weight")},
                                          {{inter, d}, {inter, d}}, format);
@@ -63,25 +76,34 @@ Llama::Llama(const TextConfig& c, const Checkpoint& ckpt, const WeightFormat& fo
     // angles = position * inv_freq in float32, the half-dim table repeated twice.
     auto f32 = at::TensorOptions().dtype(at::kFloat);
     at::Tensor invFreq = 1.0 / at::pow(c.ropeTheta, at::arange(0, hd, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(hd));
-    at::Tensor positions = at::arange(c.maxPositionEmbeddings, f32);
+    // One row more than the context: a family may start its positions at 1 (PaliGemma).
+    at::Tensor positions = at::arange(c.maxPositionEmbeddings + 1, f32);
     at::Tensor angles = at::outer(positions, invFreq);
     at::Tensor emb = at::cat({angles, angles}, -1);
     ropeCos_ = emb.cos().to(format.device, format.compute);
     ropeSin_ = emb.sin().to(format.device, format.compute);
+    // Gemma's normalizer is a tensor of the hidden states' dtype: sqrt(hidden) rounded to it.
+    if (c.scaleEmbeddings)
+        embedScale_ = at::scalar_tensor(std::sqrt(double(d)), at::TensorOptions().dtype(format.compute)).item<double>();
 }
 
-at::Tensor Llama::embed(const at::Tensor& ids) const {
+at::Tensor TransformerDecoder::embed(const at::Tensor& ids) const {
     return at::embedding(embedTokens_, ids.to(format_.device)).to(format_.compute);
 }
 
-at::Tensor Llama::rmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
+at::Tensor TransformerDecoder::rmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
     // Always in float32, like transformers' LlamaRMSNorm, then back to the compute dtype.
     at::Tensor h = x.to(at::kFloat);
     h = h * at::rsqrt(h.pow(2).mean(-1, true) + config_.rmsNormEps);
     return weight * h.to(x.scalar_type());
 }
 
-at::Tensor Llama::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
+at::Tensor TransformerDecoder::activation(const at::Tensor& gate) const {
+    // The gate of the gated MLP: SwiGLU (Llama) or GeGLU with the tanh GELU (Gemma).
+    return config_.hiddenAct == "silu" ? at::silu(gate) : at::gelu(gate, "tanh");
+}
+
+at::Tensor TransformerDecoder::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
     // rotate_half: [x1, x2] -> [-x2, x1] over the two halves of the head dimension.
     const int64_t half = x.size(-1) / 2;
     at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
@@ -109,7 +131,7 @@ std::pair<at::Tensor, at::Tensor> attendBlock(const at::Tensor& q, const at::Ten
 
 } // namespace
 
-at::Tensor Llama::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+at::Tensor TransformerDecoder::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                             const at::Tensor& bias, at::Tensor* captured) const {
     // q [B, H, T, hd]; k, v [B, H_kv, S, hd]. Grouped-query attention without repeating K/V:
     // the G = H / H_kv query heads that share a KV head are stacked along the query axis.
@@ -149,27 +171,28 @@ at::Tensor Llama::attention(const at::Tensor& q, const at::Tensor& k, const at::
     return out.view({b, h, t, hd}).transpose(1, 2).reshape({b, t, h * hd});
 }
 
-at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardPass* pass) const {
+at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache, ForwardPass* pass) const {
     const int64_t b = embeds.size(0), t = embeds.size(1);
     const int64_t h = config_.numHeads, hkv = config_.numKvHeads, hd = config_.headDim;
-    const int64_t start = cache.size();
-    if (start + t > config_.maxPositionEmbeddings)
+    const int64_t start = cache.size(), position = start + cache.positionOffset;
+    if (start + t > config_.maxPositionEmbeddings || position < 0 || position + t > ropeCos_.size(0))
         throw Error("sequence of " + std::to_string(start + t) + " tokens exceeds the model's context of " +
                     std::to_string(config_.maxPositionEmbeddings) + " (max_position_embeddings)");
     if (cache.numLayers() != config_.numLayers || cache.batch() != b)
         throw Error("KVCache shape does not match the model (layers or batch size)");
 
-    const at::Tensor cos = ropeCos_.narrow(0, start, t), sin = ropeSin_.narrow(0, start, t);
+    const at::Tensor cos = ropeCos_.narrow(0, position, t), sin = ropeSin_.narrow(0, position, t);
     at::Tensor mask;
-    if (t > 1)   // query i (position start+i) sees keys 0..start+i
+    const bool bidirectional = pass && pass->bidirectional;
+    if (t > 1 && !bidirectional)   // query i (cache index start+i) sees keys 0..start+i
         mask = at::full({t, start + t}, -std::numeric_limits<double>::infinity(), embeds.options()).triu(start + 1);
     if (pass && pass->captureAttention) pass->attention.assign(layers_.size(), at::Tensor());
 
-    at::Tensor x = embeds;
+    at::Tensor x = embedScale_ == 1.0 ? embeds : embeds * embedScale_;
     for (size_t l = 0; l < layers_.size(); ++l) {
         if (pass && pass->stopRequested && pass->stopRequested()) throw ForwardStopped{};
         const Layer& L = layers_[l];
-        at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm), L.qkvWeight);
+        at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm), L.qkvWeight, L.qkvBias);
         at::Tensor q = qkv.narrow(-1, 0, h * hd).view({b, t, h, hd}).transpose(1, 2);
         at::Tensor k = qkv.narrow(-1, h * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
         at::Tensor v = qkv.narrow(-1, (h + hkv) * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
@@ -184,19 +207,19 @@ at::Tensor Llama::forward(const at::Tensor& embeds, KVCache& cache, ForwardPass*
 
         at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm), L.gateUpWeight);
         const int64_t inter = config_.intermediateSize;
-        x = x + applyLinear(at::silu(gateUp.narrow(-1, 0, inter)) * gateUp.narrow(-1, inter, inter), L.downWeight);
+        x = x + applyLinear(activation(gateUp.narrow(-1, 0, inter)) * gateUp.narrow(-1, inter, inter), L.downWeight);
     }
     return rmsNorm(x, finalNorm_);
 }
 
-at::Tensor Llama::rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse) const {
+at::Tensor TransformerDecoder::rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse) const {
     const at::Tensor pos = positions.to(ropeCos_.device()).to(at::kLong);
     const at::Tensor cos = ropeCos_.index_select(0, pos).to(x.scalar_type());
     const at::Tensor sin = ropeSin_.index_select(0, pos).to(x.scalar_type());
     return rope(x, cos, inverse ? -sin : sin);   // rotating by -theta undoes rotating by theta
 }
 
-int64_t Llama::weightBytesPerToken() const {
+int64_t TransformerDecoder::weightBytesPerToken() const {
     auto bytes = [](const LinearWeight& w) {
         int64_t n = 0;
         for (const at::Tensor& p : w.parts) n += p.numel() * static_cast<int64_t>(p.element_size());
@@ -207,6 +230,6 @@ int64_t Llama::weightBytesPerToken() const {
     return total;
 }
 
-at::Tensor Llama::logits(const at::Tensor& hidden) const { return applyLinear(hidden, lmHead_).to(at::kFloat); }
+at::Tensor TransformerDecoder::logits(const at::Tensor& hidden) const { return applyLinear(hidden, lmHead_).to(at::kFloat); }
 
 } // namespace kvsteer

@@ -1,0 +1,128 @@
+// What every family shares once loaded: prompt building over the family's hooks, the merge of
+// image features into the prompt's embeddings, and `inspect`'s description.
+#include "models/Model.h"
+
+#include "Error.h"
+#include "Runtime.h"
+
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/tensor.h>
+
+#include <sstream>
+
+namespace kvsteer {
+
+namespace {
+
+const std::string kImageTag = "<image>";
+
+size_t countOccurrences(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + what.size())) ++n;
+    return n;
+}
+
+} // namespace
+
+ImageLayout Model::imageLayout(const PreprocessedImage&) const {
+    ImageLayout layout;
+    layout.tokens = config_.imageSeqLength();
+    layout.gridHeight = layout.gridWidth = config_.vision.gridSize();
+    // LLaVA's "full" strategy keeps CLS in front of the grid.
+    layout.gridOffset = layout.tokens - config_.vision.numPatches();
+    return layout;
+}
+
+Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image) {
+    const ModelConfig& config = model.config();
+    if (image && !config.hasVision)
+        throw Error("model " + config.name + " is text-only (model_type " + config.modelType + "): it cannot take an image");
+
+    Prompt p;
+    p.hasImage = image != nullptr;
+    p.firstPosition = model.firstPosition();
+    if (!raw && countOccurrences(text, kImageTag) > 0)
+        throw Error("prompt: the question contains \"<image>\"; the template inserts it already (use --raw-prompt to place it yourself)");
+    p.text = raw ? text : model.applyTemplate(text, p.hasImage);
+    const size_t tags = countOccurrences(p.text, kImageTag);
+    if (p.hasImage && tags != 1)
+        throw Error("prompt: expected exactly one \"<image>\" with an image, found " + std::to_string(tags));
+    if (!p.hasImage && tags != 0)
+        throw Error("prompt: contains \"<image>\" but no image was given");
+
+    ImageLayout layout;
+    if (p.hasImage) {
+        p.image = model.preprocessImage(*image);
+        layout = model.imageLayout(p.image);
+        const int64_t h = p.image.cropped.height, w = p.image.cropped.width;
+        p.pixels = at::from_blob(p.image.pixels.data(), {1, 3, h, w}, at::TensorOptions().dtype(at::kFloat)).clone();
+    }
+    // Tokenize with the single placeholder, then expand it: the same ids the processors get by
+    // repeating the "<image>" string, because added tokens split the text either way.
+    const std::vector<int64_t> compact = model.tokenizer().encode(p.text, true);
+    for (int64_t id : compact) {
+        if (p.hasImage && id == config.imageTokenIndex) {
+            p.span.start = static_cast<int64_t>(p.ids.size()) + layout.gridOffset;
+            p.ids.insert(p.ids.end(), layout.tokens, config.imageTokenIndex);
+        } else {
+            p.ids.push_back(id);
+        }
+    }
+    if (p.hasImage) {
+        p.span.length = int64_t(layout.gridHeight) * layout.gridWidth;
+        p.span.gridHeight = layout.gridHeight;
+        p.span.gridWidth = layout.gridWidth;
+    }
+    if (p.ids.size() < 2) throw Error("prompt: needs at least two tokens (got " + std::to_string(p.ids.size()) + ")");
+    const int64_t context = config.text.maxPositionEmbeddings;
+    if (static_cast<int64_t>(p.ids.size()) >= context)
+        throw Error("prompt: " + std::to_string(p.ids.size()) + " tokens do not fit the model's context of " +
+                    std::to_string(context) + " tokens (max_position_embeddings), leaving no room to answer");
+    return p;
+}
+
+at::Tensor Model::embedPrompt(const std::vector<int64_t>& ids, const at::Tensor& imageFeatures) const {
+    at::Tensor idTensor = at::tensor(ids, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+    at::Tensor embeds = decoder_->embed(idTensor);
+    std::vector<int64_t> positions;
+    for (size_t i = 0; i < ids.size(); ++i)
+        if (config_.hasVision && ids[i] == config_.imageTokenIndex) positions.push_back(static_cast<int64_t>(i));
+    const int64_t nFeatures = imageFeatures.defined() ? imageFeatures.size(0) : 0;
+    if (static_cast<int64_t>(positions.size()) != nFeatures)
+        throw Error("prompt has " + std::to_string(positions.size()) + " image tokens but " + std::to_string(nFeatures) +
+                    " image features were given");
+    if (nFeatures > 0) {
+        at::Tensor index = at::tensor(positions, at::TensorOptions().dtype(at::kLong)).to(format_.device);
+        embeds.select(0, 0).index_copy_(0, index, imageFeatures.to(embeds.scalar_type()));
+    }
+    return embeds;
+}
+
+std::string Model::describe() const {
+    std::ostringstream o;
+    const TextConfig& t = config_.text;
+    o << "model        " << config_.name << "  (" << directory_ << ")\n";
+    o << "type         " << config_.modelType << " (" << familyName() << ")\n";
+    if (config_.hasVision) {
+        o << describeVision();
+        o << "image tokens " << config_.imageSeqLength() << " per image (id " << config_.imageTokenIndex << ")\n";
+        o << "prompt       " << applyTemplate("{question}", true) << "\n";
+    }
+    o << "text         hidden " << t.hiddenSize << ", MLP " << t.intermediateSize << " (" << (t.hiddenAct == "silu" ? "SwiGLU" : "GeGLU")
+      << "), " << t.numLayers << " layers, " << t.numHeads << " heads / " << t.numKvHeads << " KV heads, head_dim " << t.headDim
+      << ", vocab " << t.vocabSize << ", context " << t.maxPositionEmbeddings << ", rope_theta " << t.ropeTheta << ", rms_norm_eps "
+      << t.rmsNormEps << (t.normAddsOne ? " (1 + w)" : "") << (t.tieWordEmbeddings ? ", tied lm_head" : "") << "\n";
+    o << "prefill      " << (promptAttention() == PromptAttention::Causal ? "causal" : "bidirectional over the prompt (prefix-LM)")
+      << ", positions from " << firstPosition() << "\n";
+    o << "tokenizer    " << tokenizer_->vocabSize() << " tokens (bos " << tokenizer_->bosId() << ", eos " << tokenizer_->eosId() << ")\n";
+    o << "parameters   " << parameterCount_ << " (" << shardCount_ << " file" << (shardCount_ == 1 ? "" : "s") << "; on disk:";
+    for (const auto& [dtype, n] : diskDtypes_) o << " " << dtype << " " << n;
+    o << ")\n";
+    o << "runtime      device " << format_.device.str() << ", weights " << weightsDtype_ << ", compute "
+      << c10::toString(format_.compute) << ", threads " << currentThreads() << "\n";
+    const int64_t kvBytesPerToken = int64_t(2) * t.numLayers * t.numKvHeads * t.headDim * c10::elementSize(format_.compute);
+    o << "kv cache     " << kvBytesPerToken << " bytes per token\n";
+    return o.str();
+}
+
+} // namespace kvsteer

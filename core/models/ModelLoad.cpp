@@ -1,0 +1,134 @@
+// Model::beginLoad: the part of loading every family shares — and the memory check that
+// refuses a model before it can get the process OOM-killed.
+#include "models/Model.h"
+
+#include "Error.h"
+#include "MemoryBudget.h"
+#include "Runtime.h"
+#include "io/Checkpoint.h"
+#include "io/SafeTensors.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace kvsteer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+WeightFormat weightFormat(const LoadOptions& o) {
+    WeightFormat f;
+    try {
+        f.device = c10::Device(o.device);
+    } catch (const std::exception&) {
+        throw Error("device '" + o.device + "' is not valid (expected cpu or cuda[:N])");
+    }
+    if (f.device.is_cuda() && !deviceAvailable(f.device))
+        throw Error("device '" + o.device + "' requested but this libtorch has no usable CUDA device");
+    const c10::ScalarType dtype = parseDtype(o.dtype);
+    // CPU computes in float32 whatever the storage (see nn/Linear.h); CUDA computes in the dtype
+    // asked for, float32 for auto (no kvsteer kernels there to widen 16-bit weights).
+    if (f.device.is_cpu()) {
+        f.storage = dtype;
+        f.compute = c10::ScalarType::Float;
+    } else {
+        f.storage = f.compute = dtype == c10::ScalarType::Undefined ? c10::ScalarType::Float : dtype;
+    }
+    return f;
+}
+
+// The peak a loaded model reaches, from the config and the checkpoint's headers: weights as kept,
+// KV caches for a prompt (image + 128 text tokens) plus the reserved new tokens, and the largest
+// prefill buffers. An estimate on the safe side, not an accounting.
+MemoryNeed estimateMemory(const ModelConfig& c, const Checkpoint& ckpt, const WeightFormat& f, int64_t reserveTokens) {
+    MemoryNeed need;
+    for (const std::string& name : ckpt.canonicalNames()) need.weights += ckpt.bytes(name, f.storage);
+
+    const TextConfig& t = c.text;
+    const int64_t act = static_cast<int64_t>(c10::elementSize(f.compute));
+    const int64_t prompt = (c.hasVision ? c.imageSeqLength() : 0) + 128;
+    need.contextTokens = std::min<int64_t>(prompt + std::max<int64_t>(reserveTokens, 1), t.maxPositionEmbeddings);
+    // K and V of every layer; four caches at the peak: the kept snapshot, a steered copy and the
+    // side-by-side pair (one batch of two).
+    const int64_t perToken = 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * act;
+    need.kvCache = 4 * perToken * need.contextTokens;
+
+    const int64_t tp = std::min(prompt, t.maxPositionEmbeddings);
+    const int64_t qkv = int64_t(t.numHeads + 2 * t.numKvHeads) * t.headDim;
+    const int64_t decoder = tp * act * (4 * t.hiddenSize + qkv + 3 * t.intermediateSize) +
+                            3 * int64_t(t.numHeads) * tp * tp * act + 2 * t.vocabSize * act;
+    int64_t vision = 0;
+    if (c.hasVision) {
+        const VisionConfig& v = c.vision;
+        const int64_t tv = v.numPatches() + 1;
+        vision = tv * act * (4 * v.hiddenSize + 2 * v.intermediateSize) + 3 * int64_t(v.numHeads) * tv * tv * act;
+    }
+    const int64_t panels = int64_t(currentThreads()) * (4 << 20);   // the kernels' float32 weight panels
+    const int64_t runtime = int64_t(300) << 20;                      // libtorch, code, allocator slack
+    need.activations = std::max(decoder, vision) + panels + runtime;
+    return need;
+}
+
+// What would make a refused model fit: keeping 16-bit weights, or a shorter generation.
+std::string memoryAdvice(const Checkpoint& ckpt, const WeightFormat& f, const MemoryNeed& need) {
+    std::string advice;
+    if (f.storage != c10::ScalarType::Undefined) {
+        const int64_t asStored = ckpt.storedBytes();
+        if (asStored < need.weights)
+            advice = "--dtype auto keeps the checkpoint's own dtypes (weights " + formatBytes(asStored) + "); ";
+    }
+    return advice + "a shorter --max-new-tokens shrinks the KV cache (" + formatBytes(need.kvCache / std::max<int64_t>(need.contextTokens, 1)) +
+           " per token); or close other programs";
+}
+
+// The dtype most weight bytes are kept in, for the status bar and `inspect`.
+std::string dominantDtype(const Checkpoint& ckpt, const WeightFormat& f) {
+    if (f.storage != c10::ScalarType::Undefined) return dtypeName(f.storage);
+    std::map<std::string, int64_t> bytes;
+    for (const std::string& name : ckpt.canonicalNames()) bytes[ckpt.diskDtype(name)] += ckpt.bytes(name, c10::ScalarType::Undefined);
+    std::string best;
+    for (const auto& [dtype, n] : bytes)
+        if (best.empty() || n > bytes[best]) best = dtype;
+    return best.empty() ? best : dtypeName(safetensorsDtype(best));
+}
+
+} // namespace
+
+Checkpoint Model::beginLoad(const std::string& directory, ModelConfig config, const LoadOptions& options) {
+    loadStart_ = std::chrono::steady_clock::now();
+    setThreads(options.threads);
+    directory_ = directory;
+    config_ = std::move(config);
+    if (config_.name.empty()) config_.name = fs::path(directory).lexically_normal().filename().string();
+    if (config_.name.empty()) config_.name = fs::path(directory).lexically_normal().parent_path().filename().string();
+    tokenizer_ = Tokenizer::loadFromDirectory(directory);
+    if (config_.hasVision && tokenizer_->imageTokenId() != config_.imageTokenIndex)
+        throw Error("tokenizer in " + directory + ": <image> has id " + std::to_string(tokenizer_->imageTokenId()) +
+                    " but config.json says image_token_index " + std::to_string(config_.imageTokenIndex));
+    if (tokenizer_->vocabSize() > config_.text.vocabSize)
+        throw Error("tokenizer in " + directory + ": " + std::to_string(tokenizer_->vocabSize()) +
+                    " tokens do not fit the model's vocab_size " + std::to_string(config_.text.vocabSize));
+
+    format_ = weightFormat(options);
+    Checkpoint ckpt = Checkpoint::open(directory);
+    // Memory is checked before a byte of weights is touched: refuse rather than be OOM-killed.
+    const MemoryNeed need = estimateMemory(config_, ckpt, format_, options.reserveTokens);
+    requireMemory(need, memoryBudget(format_.device), "model " + directory, memoryAdvice(ckpt, format_, need));
+    weightsDtype_ = dominantDtype(ckpt, format_);
+    if (options.progress) {
+        const int64_t total = ckpt.storedBytes();
+        if (!options.progress(0, total)) throw LoadCancelled{};
+        auto done = std::make_shared<int64_t>(0);
+        ckpt.setLoadObserver([done, total, progress = options.progress](int64_t bytes) {
+            *done += bytes;
+            if (!progress(std::min(*done, total), total)) throw LoadCancelled{};
+        });
+    }
+    parameterCount_ = ckpt.parameterCount();
+    diskDtypes_ = ckpt.parametersByDtype();
+    shardCount_ = ckpt.fileCount();
+    return ckpt;
+}
+
+} // namespace kvsteer

@@ -1,0 +1,68 @@
+#include "models/ModelRegistry.h"
+
+#include "Error.h"
+#include "io/ConfigJson.h"
+#include "models/llava/LlavaConfig.h"
+#include "models/llava/LlavaModel.h"
+#include "models/paligemma/PaliGemmaConfig.h"
+#include "models/paligemma/PaliGemmaModel.h"
+
+#include <filesystem>
+
+namespace kvsteer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+ModelConfig paliGemmaConfig(const std::string& text, const std::string& where) { return parsePaliGemmaConfig(text, where).model; }
+
+template <typename Family>
+std::shared_ptr<Model> loadAs(const std::string& directory, const LoadOptions& options) {
+    return Family::load(directory, options);
+}
+
+const ModelFamily* findFamily(const std::string& modelType) {
+    for (const ModelFamily& f : modelFamilies())
+        if (f.modelType == modelType) return &f;
+    return nullptr;
+}
+
+std::string supportedTypes() {
+    std::string list;
+    for (const ModelFamily& f : modelFamilies()) list += (list.empty() ? "\"" : ", \"") + f.modelType + "\"";
+    return list;
+}
+
+// model_type of a config.json text, with the error every unsupported type gets.
+const ModelFamily& familyOf(const std::string& text, const std::string& where) {
+    const configjson::json j = configjson::parseObject(text, where);
+    std::string type;
+    configjson::readKey(j, "model_type", type, where);
+    if (type.empty()) throw Error(where + ": field 'model_type' is missing (expected one of " + supportedTypes() + ")");
+    const ModelFamily* family = findFamily(type);
+    if (!family) throw Error(where + ": model_type '" + type + "' is not supported (expected one of " + supportedTypes() + ")");
+    return *family;
+}
+
+} // namespace
+
+const std::vector<ModelFamily>& modelFamilies() {
+    static const std::vector<ModelFamily> families = {
+        {"llava", "LLaVA-1.5: CLIP 24x24 grid, \"USER: <image>\\n{q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
+        {"llama", "Llama text-only, causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
+        {"paligemma", "PaliGemma: SigLIP 16x16/32x32/64x64 grid, image tokens first, \"<bos>{prefix}\\n\", prefix-LM prompt",
+         paliGemmaConfig, loadAs<PaliGemmaModel>},
+    };
+    return families;
+}
+
+ModelConfig parseModelConfig(const std::string& text, const std::string& where) { return familyOf(text, where).parseConfig(text, where); }
+
+std::shared_ptr<Model> loadModel(const std::string& directory, const LoadOptions& options) {
+    if (!fs::is_directory(directory)) throw Error("model directory " + directory + ": does not exist or is not a directory");
+    const std::string text = readConfigJson(directory);
+    return familyOf(text, "config " + (fs::path(directory) / "config.json").string()).load(directory, options);
+}
+
+} // namespace kvsteer

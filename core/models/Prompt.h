@@ -1,0 +1,35 @@
+#pragma once
+// Turning a question (and maybe an image) into a model's input: the family's template, the
+// <image> placeholder expanded to one id per visual token, the span those ids occupy, and the
+// position the first token gets.
+#include "cache/VisualSpan.h"
+#include "io/Image.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+class Model;
+
+struct Prompt {
+    std::string text;               // the full prompt text, template applied
+    std::vector<int64_t> ids;       // tokens (BOS where the family puts it), <image> expanded
+    VisualSpan span;                // where the visual tokens are (invalid without an image)
+    bool hasImage = false;
+    PreprocessedImage image;        // resized / cropped uint8 and CHW float pixels
+    at::Tensor pixels;              // [1, 3, H, W] float32 (undefined without an image)
+    int64_t firstPosition = 0;      // RoPE position of ids[0] (the family's rule)
+};
+
+// Builds and validates a prompt for `model`. Without `raw`, `text` is the question and goes into
+// the family's template (LLaVA: "USER: <image>\n{q} ASSISTANT:", PaliGemma: the prefix after
+// the image tokens and <bos>). With `raw`, `text` is used as is and must contain "<image>"
+// exactly once when an image is given (and never otherwise). Throws kvsteer::Error with a
+// readable message for every mismatch, and when the prompt does not fit the context (leaving
+// room for at least one generated token).
+Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image);
+
+} // namespace kvsteer

@@ -1,0 +1,74 @@
+#include "models/llava/LlavaConfig.h"
+
+#include "io/ConfigJson.h"
+
+namespace kvsteer {
+
+using namespace configjson;
+
+namespace {
+
+// LLaVA-1.5's vision tower when config.json has no vision_config (LlavaConfig's default).
+VisionConfig llavaDefaultVision() {
+    VisionConfig v;
+    v.hiddenSize = 1024;
+    v.intermediateSize = 4096;
+    v.numLayers = 24;
+    v.numHeads = 16;
+    v.imageSize = 336;
+    v.patchSize = 14;
+    return v;
+}
+
+// LlamaConfig's defaults: num_key_value_heads and head_dim follow the attention heads.
+TextConfig llamaDefaults() {
+    TextConfig t;
+    t.numKvHeads = 0;
+    t.headDim = 0;
+    return t;
+}
+
+TextConfig parseLlama(const json& j, const std::string& where) {
+    TextConfig t = parseText(j, where, llamaDefaults());
+    requireOneOf(t.hiddenAct, {"silu"}, "hidden_act", where);
+    return t;
+}
+
+} // namespace
+
+ModelConfig parseLlavaConfig(const std::string& text, const std::string& where) {
+    const json j = parseObject(text, where);
+    ModelConfig c;
+    readKey(j, "_name_or_path", c.name, where);
+    readKey(j, "model_type", c.modelType, where);
+
+    if (c.modelType == "llama") {
+        c.text = parseLlama(j, where);
+        c.hasVision = false;
+        c.configHash = semanticHash(c);
+        return c;
+    }
+    if (c.modelType != "llava") throw Error(where + ": model_type '" + c.modelType + "' is not a LLaVA or Llama config");
+
+    c.hasVision = true;
+    readKey(j, "image_token_index", c.imageTokenIndex, where);
+    readKey(j, "vision_feature_layer", c.visionFeatureLayer, where);
+    readKey(j, "vision_feature_select_strategy", c.visionFeatureSelectStrategy, where);
+    readKey(j, "projector_hidden_act", c.projectorHiddenAct, where);
+    c.vision = j.contains("vision_config") && !j["vision_config"].is_null() ? parseVision(j["vision_config"], where, VisionConfig{})
+                                                                             : llavaDefaultVision();
+    requireOneOf(c.vision.hiddenAct, {"quick_gelu", "gelu"}, "vision_config.hidden_act", where);
+    c.text = parseLlama(subObject(j, "text_config", where), where + " (text_config)");
+    requireOneOf(c.visionFeatureSelectStrategy, {"default", "full"}, "vision_feature_select_strategy", where);
+    requireOneOf(c.projectorHiddenAct, {"gelu"}, "projector_hidden_act", where);
+    const int needed = c.visionLayersNeeded();
+    if (needed < 0 || needed > c.vision.numLayers)
+        throw Error(where + ": vision_feature_layer " + std::to_string(c.visionFeatureLayer) + " is out of range for " +
+                    std::to_string(c.vision.numLayers) + " vision layers");
+    if (c.imageTokenIndex < 0 || c.imageTokenIndex >= c.text.vocabSize)
+        throw Error(where + ": image_token_index " + std::to_string(c.imageTokenIndex) + " is outside the vocabulary");
+    c.configHash = semanticHash(c);
+    return c;
+}
+
+} // namespace kvsteer
