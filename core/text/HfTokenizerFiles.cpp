@@ -1,5 +1,6 @@
 // tokenizer_config.json and added_tokens.json — see HfTokenizerFiles.h. The defaults and the
-// null handling follow transformers 4.45's LlamaTokenizer.
+// null handling follow transformers 4.45's LlamaTokenizer (GemmaTokenizer reads the same keys;
+// its own defaults are applied by Tokenizer::Impl, which knows the class).
 #include "text/HfTokenizerFiles.h"
 
 #include "Error.h"
@@ -91,6 +92,10 @@ void readTokenizerConfig(const fs::path& path, HfConfig& cfg) {
     cfg.addEos = optionalBool(j, "add_eos_token", false, where);
     cfg.legacy = optionalBool(j, "legacy", true, where);  // HF: None means legacy
     cfg.addPrefixSpace = optionalBool(j, "add_prefix_space", true, where);
+    if (const auto it = j.find("tokenizer_class"); it != j.end() && !it->is_null()) {
+        if (!it->is_string()) throw Error(where + ": \"tokenizer_class\" must be a string, got " + it->dump());
+        cfg.tokenizerClass = it->get<std::string>();
+    }
     for (const char* slot : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
         const auto it = j.find(slot);
         if (it == j.end()) continue;

@@ -1,6 +1,7 @@
 #pragma once
 // The Hugging Face side of a tokenizer directory: tokenizer_config.json (special-token names,
-// added_tokens_decoder, add_bos_token, add_eos_token, legacy, add_prefix_space) and
+// added_tokens_decoder, add_bos_token, add_eos_token, legacy, add_prefix_space,
+// tokenizer_class) and
 // added_tokens.json, read into plain structs. Kept apart from the tables they feed so that
 // every rule about what these files may contain, and the error that names the file and key
 // when they do not, sits in one place. special_tokens_map.json is not read.
@@ -33,6 +34,7 @@ struct HfConfig {
     std::map<std::string, TokenSlot> slots;  // bos_token, eos_token, ...
     std::vector<std::string> additionalSpecial;
     bool addBos = true, addEos = false, legacy = true, addPrefixSpace = true;
+    std::string tokenizerClass;              // "" when absent or null
 };
 
 // The whole file as bytes; throws kvsteer::Error("<what> at <path>: ...") when it cannot be

@@ -1,9 +1,11 @@
 // StreamingDetokenizer — see StreamingDetokenizer.h.
 //
-// Impl::hfDecode(skipSpecial=true) computed incrementally. Special tokens vanish; non-special
-// added tokens close the current run of ordinary tokens (HF decodes each run separately and
-// joins the parts with " "); inside a run we replay SentencePiece's decoder state
-// (leading-"▁" stripping, byte-piece runs).
+// Impl::hfDecode(skipSpecial=true) computed incrementally. Special tokens vanish; with the
+// Llama rules non-special added tokens close the current run of ordinary tokens (HF decodes
+// each run separately and joins the parts with " "); with the Gemma rules every added token
+// closes it and the parts are joined with nothing, a "▁" left in the text becoming " ".
+// Inside a run we replay SentencePiece's decoder state (leading-"▁" stripping, byte-piece
+// runs).
 #include "text/StreamingDetokenizer.h"
 
 #include "text/TokenizerImpl.h"
@@ -19,17 +21,20 @@ using detail::isIncompleteUtf8;
 using detail::kReplacementChar;
 using detail::kSpaceSymbol;
 using detail::PieceType;
+using detail::replaceAll;
 using detail::startsWith;
 
 StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok) : tok_(tok) {}
 
 // Output of the current run; the " " that joins it to the previous part is written only
 // once the run turns out to be non-empty (HF drops empty runs before a split-off token).
+// Gemma's final "▁" -> " " can be applied piecewise: every text passed here is made of whole
+// characters (byte runs are held back until a character is complete).
 std::string StreamingDetokenizer::emit(const std::string& text) {
     if (text.empty()) return {};
     std::string out = (!segmentHasText_ && subTextCount_ > 0) ? " " : "";
     segmentHasText_ = true;
-    return out + text;
+    return out + (tok_.impl_->gemma ? replaceAll(text, kSpaceSymbol, " ") : text);
 }
 
 std::string StreamingDetokenizer::flushBytes() {
@@ -55,7 +60,7 @@ std::string StreamingDetokenizer::drainDecidableBytes() {
 std::string StreamingDetokenizer::pushPieceToken(int64_t id) {
     const Tokenizer::Impl& impl = *tok_.impl_;
     std::string piece = impl.tokenText(id);
-    if (segmentTokens_ == 0 && impl.addPrefixSpace && startsWith(piece, kSpaceSymbol)) piece.erase(0, kSpaceSymbol.size());
+    if (segmentTokens_ == 0 && impl.stripsFirstSpace() && startsWith(piece, kSpaceSymbol)) piece.erase(0, kSpaceSymbol.size());
     ++segmentTokens_;
 
     const int spId = impl.spPieceToId(piece);
@@ -80,6 +85,14 @@ std::string StreamingDetokenizer::pushSplitToken(int64_t id) {
     return out;
 }
 
+// GemmaTokenizer: an added token ends the SentencePiece run (its held-back bytes are final
+// now) and is written as its text, with nothing joining it to its neighbours.
+std::string StreamingDetokenizer::pushGemmaAddedToken(int64_t id) {
+    std::string out = flushBytes();
+    resetSegment();
+    return out + replaceAll(tok_.impl_->tokenText(id), kSpaceSymbol, " ");
+}
+
 void StreamingDetokenizer::resetSegment() {
     segmentTokens_ = 0;
     segmentHasText_ = false;
@@ -92,6 +105,7 @@ std::string StreamingDetokenizer::push(int64_t id) {
     const Tokenizer::Impl& impl = *tok_.impl_;
     impl.checkId(id);
     if (impl.hfSpecial.count(id)) return {};
+    if (impl.gemma) return impl.addedById.count(id) ? pushGemmaAddedToken(id) : pushPieceToken(id);
     if (impl.splitOff.count(id)) return pushSplitToken(id);
     return pushPieceToken(id);
 }

@@ -27,10 +27,12 @@ private:
     std::string drainDecidableBytes();
     std::string pushPieceToken(int64_t id);
     std::string pushSplitToken(int64_t id);
+    std::string pushGemmaAddedToken(int64_t id);
     void resetSegment();
 
     Tokenizer tok_;
-    // HF joins "sub texts" (runs of ordinary tokens, and non-special added tokens) with " ".
+    // HF's Llama rules join "sub texts" (runs of ordinary tokens, and non-special added
+    // tokens) with " "; Gemma's join them with nothing and leave this at 0.
     int subTextCount_ = 0;
     // State of the current run of ordinary tokens (one HF convert_tokens_to_string call).
     int segmentTokens_ = 0;        // tokens seen in this run (the first one loses its "▁")

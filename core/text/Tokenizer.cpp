@@ -4,7 +4,8 @@
 //   ProtoReader        the bounds-checked protobuf reader of tokenizer.model (ModelProto)
 //   HfTokenizerFiles   tokenizer_config.json and added_tokens.json
 //   SentencePieceBpe   the SentencePiece tables, normalizer, BPE merge loop, byte fallback, decoder
-//   TokenizerImpl      the HF slow LlamaTokenizer layer: added-token splitting, encode, decode
+//   TokenizerImpl      the HF slow LlamaTokenizer / GemmaTokenizer layer: added-token splitting,
+//                      encode, decode
 //   StreamingDetokenizer  decode, one id at a time
 #include "text/Tokenizer.h"
 
@@ -55,7 +56,7 @@ Tokenizer Tokenizer::loadFromDirectory(const std::string& dir) {
 }
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool addBos) const {
-    std::vector<int64_t> ids = impl_->legacy ? impl_->tokenizeLegacy(text) : impl_->tokenizeNonLegacy(text);
+    std::vector<int64_t> ids = impl_->plainTokenize() ? impl_->tokenizeLegacy(text) : impl_->tokenizeNonLegacy(text);
     if (addBos && impl_->addBos && impl_->bos >= 0) ids.insert(ids.begin(), impl_->bos);
     if (addBos && impl_->addEos && impl_->eos >= 0) ids.push_back(impl_->eos);
     return ids;

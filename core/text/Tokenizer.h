@@ -1,7 +1,8 @@
 #pragma once
 // kvsteer::Tokenizer — a self-contained reader and encoder/decoder for SentencePiece BPE
 // `tokenizer.model` files, with the Hugging Face *slow* LlamaTokenizer layered on top
-// (added/special tokens, BOS/EOS, the legacy/non-legacy prompt handling and decode rules).
+// (added/special tokens, BOS/EOS, the legacy/non-legacy prompt handling and decode rules), or
+// the slow GemmaTokenizer when tokenizer_config.json's tokenizer_class says so (PaliGemma).
 //
 // We deliberately do not link libsentencepiece (it crashes inside our libtorch process), so
 // the protobuf is hand-parsed and the BPE merge loop, normalizer and decoder are
@@ -20,7 +21,10 @@ class Tokenizer {
 public:
     // Reads DIR/tokenizer.model (required) plus, if present, DIR/added_tokens.json and
     // DIR/tokenizer_config.json (added_tokens_decoder, special-token names, add_bos_token,
-    // add_eos_token, legacy, add_prefix_space). Throws kvsteer::Error.
+    // add_eos_token, legacy, add_prefix_space, tokenizer_class). tokenizer_class
+    // "GemmaTokenizer" or "GemmaTokenizerFast" selects the GemmaTokenizer rules: default
+    // special tokens <bos>/<eos>/<unk>/<pad>, legacy and add_prefix_space ignored, and its
+    // decode (below). Anything else selects LlamaTokenizer's. Throws kvsteer::Error.
     static Tokenizer loadFromDirectory(const std::string& dir);
 
     // HF slow LlamaTokenizer semantics (legacy=true by default): the text is split on the
@@ -41,6 +45,9 @@ public:
     // is what the slow tokenizer returns); "▁" -> " "; the dummy-prefix space is dropped at
     // the start. Special tokens are dropped when skipSpecial, else written as their text
     // (with HF's spacing quirks around them). Throws for ids outside the vocabulary.
+    // GemmaTokenizer instead: every added token (<loc0213>, <seg105>, ...) is written as its
+    // text, the runs between them are SentencePiece-decoded each on its own, and the parts are
+    // joined with no spaces; no leading space is dropped ("▁only" -> " only").
     std::string decode(const std::vector<int64_t>& ids, bool skipSpecial = true) const;
 
     // Plain SentencePiece decode of sentencepiece ids — exactly `spm_decode --input_format=id`

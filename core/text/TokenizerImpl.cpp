@@ -1,7 +1,9 @@
-// Tokenizer::Impl, the Hugging Face slow LlamaTokenizer layer — see TokenizerImpl.h.
+// Tokenizer::Impl, the Hugging Face slow LlamaTokenizer / GemmaTokenizer layer — see
+// TokenizerImpl.h.
 //
-// Transcribed from transformers 4.45: tokenization_utils.py (added-token registration,
-// tokenize, _decode) and tokenization_llama.py (tokenize/_tokenize, convert_tokens_to_string).
+// Follows transformers 4.45: tokenization_utils.py (added-token registration, tokenize,
+// _decode), tokenization_llama.py (tokenize/_tokenize, convert_tokens_to_string) and
+// tokenization_gemma.py (its defaults and its own _decode).
 #include "text/TokenizerImpl.h"
 
 #include "Error.h"
@@ -54,8 +56,23 @@ int64_t Tokenizer::Impl::resolveSpecial(const std::string& content) {
     return id;
 }
 
+namespace {
+
+// Which Python class's rules to follow. Nothing in tokenizer.model tells Llama and Gemma apart
+// (both are SentencePiece BPE with byte fallback), and the decode rules live in the class's
+// code, not in any file; tokenizer_config.json's tokenizer_class is what AutoTokenizer itself
+// uses to pick the class, so it is what we go by. The fast class name counts too: loading
+// with use_fast=False maps GemmaTokenizerFast to the slow GemmaTokenizer. Anything else,
+// or no tokenizer_class at all, keeps the LlamaTokenizer rules (LLaVA's files).
+bool isGemmaClass(const std::string& tokenizerClass) {
+    return tokenizerClass == "GemmaTokenizer" || tokenizerClass == "GemmaTokenizerFast";
+}
+
+} // namespace
+
 void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
     vocabSize = static_cast<int64_t>(pieces.size());
+    gemma = isGemmaClass(cfg.tokenizerClass);
     addBos = cfg.addBos;
     addEos = cfg.addEos;
     legacy = cfg.legacy;
@@ -72,9 +89,11 @@ void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
     for (const auto& [id, t] : addedById)
         if (t.special) hfSpecial.insert(id);
 
-    // LlamaTokenizer defaults, overridden by tokenizer_config.json (null = no such token).
-    const std::map<std::string, std::optional<std::string>> defaults = {
-        {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}};
+    // The class's __init__ defaults, overridden by tokenizer_config.json (null = no such token).
+    using Defaults = std::map<std::string, std::optional<std::string>>;
+    const Defaults defaults =
+        gemma ? Defaults{{"bos_token", "<bos>"}, {"eos_token", "<eos>"}, {"unk_token", "<unk>"}, {"pad_token", "<pad>"}}
+              : Defaults{{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}};
     const auto slotContent = [&](const std::string& slot) -> std::optional<std::string> {
         if (auto it = cfg.slots.find(slot); it != cfg.slots.end()) return it->second.content;
         if (auto it = defaults.find(slot); it != defaults.end()) return it->second;
@@ -264,9 +283,13 @@ std::string Tokenizer::Impl::convertTokensToString(const std::vector<int64_t>& i
     return out + spDecode(sub, hfDummyPrefix());
 }
 
+std::string Tokenizer::Impl::hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+    return gemma ? gemmaDecode(ids, skipSpecial) : llamaDecode(ids, skipSpecial);
+}
+
 // PreTrainedTokenizer._decode with spaces_between_special_tokens=True (HF's default; the
 // value stored in tokenizer_config.json is not consulted by decode()).
-std::string Tokenizer::Impl::hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+std::string Tokenizer::Impl::llamaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
     std::vector<std::string> subTexts;
     std::vector<int64_t> current;
     for (int64_t id : ids) {
@@ -291,6 +314,30 @@ std::string Tokenizer::Impl::hfDecode(const std::vector<int64_t>& ids, bool skip
         out += subTexts[i];
     }
     return out;
+}
+
+// GemmaTokenizer._decode, which replaces the base class's: every added token (special or
+// not, e.g. <loc0213>) is written as its text, each run of other ids between them goes
+// through SentencePiece's decoder on its own (a fresh decoder state per run), and the parts
+// are joined with nothing in between (its spaces_between_special_tokens defaults to False and
+// decode() does not pass the tokenizer_config.json value). No prefix space is removed and no
+// clean-up is done; a "▁" still left at the end (in an added token's text, or assembled from
+// byte pieces) becomes a space.
+std::string Tokenizer::Impl::gemmaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+    std::string out;
+    std::vector<std::string> run;
+    for (int64_t id : ids) {
+        checkId(id);  // the slow tokenizer raises "piece id is out of range"
+        if (skipSpecial && hfSpecial.count(id)) continue;
+        if (const auto it = addedById.find(id); it != addedById.end()) {
+            out += spDecode(run, hfDummyPrefix()) + it->second.content;
+            run.clear();
+        } else {
+            run.push_back(pieces[static_cast<size_t>(id)].text);
+        }
+    }
+    out += spDecode(run, hfDummyPrefix());
+    return replaceAll(out, kSpaceSymbol, " ");
 }
 
 } // namespace kvsteer

@@ -1,7 +1,8 @@
 #pragma once
 // Tokenizer::Impl: the immutable tables behind a Tokenizer — the SentencePiece model it
-// derives from, plus the Hugging Face *slow* LlamaTokenizer layer (added and special tokens,
-// BOS/EOS, legacy and non-legacy encoding, decode with HF's spacing rules). It lives in its
+// derives from, plus the Hugging Face *slow* tokenizer layer (added and special tokens,
+// BOS/EOS, legacy and non-legacy encoding, decode with HF's spacing rules) in its two
+// flavours: LlamaTokenizer (the default) and GemmaTokenizer. It lives in its
 // own internal header because Tokenizer and StreamingDetokenizer both read it, and callers of
 // the public API should not have to see any of it.
 #include "text/HfTokenizerFiles.h"
@@ -27,6 +28,9 @@ struct Tokenizer::Impl : detail::SentencePieceBpe {
     std::unordered_set<int64_t> hfSpecial;  // HF all_special_ids (skipped by skip_special_tokens)
     std::unordered_set<int64_t> splitOff;   // HF legacy_added_tokens: decoded as separate " "-joined texts
     bool addBos = true, addEos = false, legacy = true, addPrefixSpace = true;
+    // GemmaTokenizer rules instead of LlamaTokenizer's (see buildHuggingFace): no legacy /
+    // prefix-space handling, Gemma's default special tokens, and its own _decode.
+    bool gemma = false;
     std::string unkTokenText = "<unk>";
     int64_t bos = -1, eos = -1, unk = -1, pad = -1, image = -1;
     int64_t vocabSize = 0;
@@ -42,8 +46,15 @@ struct Tokenizer::Impl : detail::SentencePieceBpe {
     void checkId(int64_t id) const;
     const std::string& tokenText(int64_t id) const;
 
-    // The dummy prefix the slow tokenizer's SentencePiece model runs with.
-    bool hfDummyPrefix() const { return legacy && addDummyPrefix; }
+    // The dummy prefix the slow tokenizer's SentencePiece model runs with: LlamaTokenizer
+    // turns it off when not legacy, GemmaTokenizer leaves the model as it is.
+    bool hfDummyPrefix() const { return gemma ? addDummyPrefix : legacy && addDummyPrefix; }
+    // LlamaTokenizer drops the "▁" it (or the dummy prefix) put in front of the first token
+    // of every decoded run; GemmaTokenizer never adds one, so it keeps them all.
+    bool stripsFirstSpace() const { return !gemma && addPrefixSpace; }
+    // GemmaTokenizer.tokenize is the plain PreTrainedTokenizer.tokenize, which is what
+    // LlamaTokenizer does when legacy.
+    bool plainTokenize() const { return gemma || legacy; }
 
     // --- encode
     std::vector<std::string> splitOnAddedTokens(const std::string& text) const;
@@ -54,6 +65,8 @@ struct Tokenizer::Impl : detail::SentencePieceBpe {
     // --- decode
     std::string convertTokensToString(const std::vector<int64_t>& ids) const;
     std::string hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const;
+    std::string llamaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const;
+    std::string gemmaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const;
 };
 
 } // namespace kvsteer
