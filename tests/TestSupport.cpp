@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 
 std::string referenceDir() { return fs::path(KVSTEER_REFERENCE_DIR).lexically_normal().string(); }
 std::string referenceModelDir() { return referenceDir() + "/tiny-llava"; }
+std::string referencePaliGemmaDir() { return referenceDir() + "/tiny-paligemma"; }
 std::string referenceTensorsPath(const std::string& caseName) { return referenceDir() + "/expected/" + caseName + ".safetensors"; }
 std::string cliPath() { return KVSTEER_CLI_PATH; }
 
@@ -30,9 +31,9 @@ double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
     return (a.to(at::kCPU).to(at::kDouble) - b.to(at::kCPU).to(at::kDouble)).abs().max().item<double>();
 }
 
-void copyModelMetadata(const std::string& dir) {
+void copyModelMetadata(const std::string& dir, const std::string& source) {
     fs::create_directories(dir);
-    for (const auto& entry : fs::directory_iterator(referenceModelDir())) {
+    for (const auto& entry : fs::directory_iterator(source)) {
         const std::string name = entry.path().filename().string();
         if (name.rfind("model", 0) == 0 && name.find(".safetensors") != std::string::npos) continue;
         fs::copy_file(entry.path(), fs::path(dir) / name, fs::copy_options::overwrite_existing);
@@ -57,17 +58,21 @@ std::string newerName(const std::string& n) {
 
 } // namespace
 
-void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes) {
-    copyModelMetadata(dir);
-    const SafeTensorsFile source(referenceModelDir() + "/model.safetensors");
+void writeConvertedCopy(const std::string& sourceDir, const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes,
+                        const std::string& configJson) {
+    copyModelMetadata(dir, sourceDir);
+    const SafeTensorsFile source(sourceDir + "/model.safetensors");
     std::vector<TensorSpec> layout;
     for (const auto& name : source.names()) layout.push_back({newerName(name), source.info(name).shape});
     size_t i = 0;
     const auto names = source.names();
     writeCheckpoint(dir, layout, dtype, maxShardBytes, [&](const TensorSpec&) { return source.tensor(names[i++]); });
+    std::ofstream(fs::path(dir) / "config.json", std::ios::trunc) << configJson;
+}
 
+void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes) {
     // A config.json as trimmed as real downloads: only what differs from transformers' defaults.
-    std::ofstream(fs::path(dir) / "config.json") << R"({
+    writeConvertedCopy(referenceModelDir(), dir, dtype, maxShardBytes, R"({
   "architectures": ["LlavaForConditionalGeneration"],
   "model_type": "llava",
   "text_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
@@ -76,7 +81,24 @@ void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype,
   "vision_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3, "num_attention_heads": 2,
                     "image_size": 336, "patch_size": 14, "model_type": "clip_vision_model"}
 }
-)";
+)");
+}
+
+void writeConvertedPaliGemma(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes) {
+    // Everything equal to GemmaConfig's / SiglipVisionConfig's defaults left out (rope_theta,
+    // rms_norm_eps, tie_word_embeddings, the activations, image_size 224, layer_norm_eps).
+    writeConvertedCopy(referencePaliGemmaDir(), dir, dtype, maxShardBytes, R"({
+  "architectures": ["PaliGemmaForConditionalGeneration"],
+  "model_type": "paligemma",
+  "image_token_index": 2176,
+  "hidden_size": 64,
+  "projection_dim": 64,
+  "text_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
+                  "num_key_value_heads": 1, "head_dim": 16, "vocab_size": 2240, "model_type": "gemma"},
+  "vision_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3, "num_attention_heads": 2,
+                    "patch_size": 14, "model_type": "siglip_vision_model"}
+}
+)");
 }
 
 void writePlainLlamaFromReference(const std::string& dir) {

@@ -11,17 +11,25 @@ namespace kvsteer::test {
 
 std::string referenceDir();                // ../shared/reference
 std::string referenceModelDir();           // ../shared/reference/tiny-llava
+std::string referencePaliGemmaDir();       // ../shared/reference/tiny-paligemma
 std::string referenceTensorsPath(const std::string& caseName);   // expected/<case>.safetensors
 std::string cliPath();                     // the built kvsteer executable
 
 double maxAbsDiff(const at::Tensor& a, const at::Tensor& b);   // shapes must match (throws otherwise)
 
-// Copies the reference checkpoint's small files (config, tokenizer, preprocessor) into `dir`.
-void copyModelMetadata(const std::string& dir);
+// Copies a checkpoint's small files (config, tokenizer, preprocessor) into `dir`.
+void copyModelMetadata(const std::string& dir, const std::string& source = referenceModelDir());
+// A checkpoint directory `source` rewritten in `dir` the way real downloads look: `dtype`
+// tensors under the newer transformers names (model.language_model.*, model.vision_tower.*,
+// model.multi_modal_projector.*), sharded at maxShardBytes, with `configJson` as config.json.
+void writeConvertedCopy(const std::string& source, const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes,
+                        const std::string& configJson);
 // The reference checkpoint written as a float16 (or other dtype) copy in `dir`: newer
 // transformers tensor names, sharded into several files, and a config.json trimmed to the
 // non-default keys (like a real download).
 void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
+// The same for tiny-paligemma, its config trimmed to what differs from PaliGemma's defaults.
+void writeConvertedPaliGemma(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
 // The reference checkpoint's language model alone, as a plain Llama directory (model_type llama,
 // model.* and lm_head.weight names), for text-only use.
 void writePlainLlamaFromReference(const std::string& dir);
