@@ -1,7 +1,9 @@
-// The steering engine on the reference checkpoint: zero plans are bit-identical, edits stay
-// exactly where the plan says, every operator equals its formula computed here independently,
-// spotlight acts as a logit bias, vector files round-trip and refuse other models, side-by-side
-// batching equals separate runs, and the heatmaps keep the grid's orientation.
+// The steering engine on the reference checkpoints of every family (LLaVA: causal prompt, 24x24
+// grid after the text; PaliGemma: prefix-LM prompt, 16x16 grid first, positions from 1): zero
+// plans are bit-identical, edits stay exactly where the plan says, every operator equals its
+// formula computed here independently, spotlight acts as a logit bias, vector files round-trip
+// and refuse other models and families, side-by-side batching equals separate runs, and the
+// heatmaps keep the grid's orientation. The same test class runs once per family.
 #include "TestSupport.h"
 #include "Error.h"
 #include "models/ModelRegistry.h"
@@ -19,6 +21,7 @@
 #include <ATen/ops/ones.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -44,12 +47,6 @@ SteeringVectors randomVectors(const Model& m, KeySpace space, uint64_t seed) {
     return v;
 }
 
-at::Tensor rectStrength(int r0, int c0, int r1, int c1, float value = 1.0f) {
-    at::Tensor s = at::zeros({24, 24});
-    s.narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1).fill_(value);
-    return s;
-}
-
 // Independent RoPE: rotate-half by angle pos / theta^(2i/d), in double precision.
 at::Tensor ropeByHand(const at::Tensor& x, int64_t pos, double theta) {
     const int64_t d = x.size(-1), half = d / 2;
@@ -69,23 +66,36 @@ at::Tensor ropeByHand(const at::Tensor& x, int64_t pos, double theta) {
 class TestSteering : public QObject {
     Q_OBJECT
 
+public:
+    TestSteering(std::string modelDir, std::string otherFamilyDir) : modelDir_(std::move(modelDir)), otherFamilyDir_(std::move(otherFamilyDir)) {}
+
+private:
+    std::string modelDir_, otherFamilyDir_;
     std::shared_ptr<Model> model_;
     std::unique_ptr<Session> session_;
     QTemporaryDir tmp_;
+    int grid_ = 0;     // the family's grid side (24 LLaVA, 16 PaliGemma)
+    int head_ = 0;     // the KV head the plans edit (the last one)
+
+    at::Tensor rectStrength(int r0, int c0, int r1, int c1, float value = 1.0f) const {
+        at::Tensor s = at::zeros({grid_, grid_});
+        s.narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1).fill_(value);
+        return s;
+    }
 
     SteeringPlan basePlan(SteeringOperator op, KeySpace space = KeySpace::PostRope) {
         SteeringPlan p;
         p.op = op;
         p.strength = rectStrength(2, 3, 5, 9, 0.75f);
         p.layers = {1};
-        p.headMask[1] = {1};
+        p.headMask[1] = {head_};
         p.ck = {1.5};
         p.cv = {2.0};
         p.vectors = randomVectors(*model_, space, 11);
         return p;
     }
 
-    // Checks that only layer 1, KV head 1, the plan's positions changed; returns the expected/actual
+    // Checks that only layer 1, KV head head_, the plan's positions changed; returns the expected/actual
     // pairs for the edited block: [n, D] each for keys and values.
     void checkLocality(const KVCache& before, const KVCache& after, const SteeringPlan& plan, bool keysChange, bool valuesChange) {
         const VisualSpan& span = before.visualSpan;
@@ -97,10 +107,10 @@ class TestSteering : public QObject {
                 at::Tensor same = (a == b);
                 if (l == 1 && (keys ? keysChange : valuesChange)) {
                     // Inside the edited block something changed; outside it everything is bitwise equal.
-                    at::Tensor block = same.select(0, 0).select(0, 1).narrow(0, span.start, span.length);   // [N, D]
+                    at::Tensor block = same.select(0, 0).select(0, head_).narrow(0, span.start, span.length);   // [N, D]
                     QVERIFY(!block.index_select(0, at::nonzero(touched).reshape({-1})).all().item<bool>());
                     at::Tensor mask = at::ones_like(same);
-                    mask.select(0, 0).select(0, 1).narrow(0, span.start, span.length).index_fill_(0, at::nonzero(touched).reshape({-1}), 0);
+                    mask.select(0, 0).select(0, head_).narrow(0, span.start, span.length).index_fill_(0, at::nonzero(touched).reshape({-1}), 0);
                     QVERIFY((same | (mask == 0)).all().item<bool>());
                 } else {
                     QVERIFY2(same.all().item<bool>(), ("layer " + std::to_string(l) + (keys ? " keys" : " values") + " changed").c_str());
@@ -108,11 +118,11 @@ class TestSteering : public QObject {
             }
     }
 
-    // The edited rows of layer 1, head 1 (positions with nonzero strength), as [n, D].
+    // The edited rows of layer 1, head head_ (positions with nonzero strength), as [n, D].
     at::Tensor editedRows(const KVCache& c, bool keys, const SteeringPlan& plan) {
         const VisualSpan& span = c.visualSpan;
         at::Tensor idx = at::nonzero(plan.strength.reshape({-1})).reshape({-1});
-        return (keys ? c.keys(1) : c.values(1)).select(0, 0).select(0, 1).narrow(0, span.start, span.length).index_select(0, idx);
+        return (keys ? c.keys(1) : c.values(1)).select(0, 0).select(0, head_).narrow(0, span.start, span.length).index_select(0, idx);
     }
     at::Tensor factors(const SteeringPlan& plan, double c) {
         at::Tensor s = plan.strength.reshape({-1});
@@ -121,10 +131,14 @@ class TestSteering : public QObject {
 
 private slots:
     void initTestCase() {
-        model_ = loadModel(referenceModelDir());
+        model_ = loadModel(modelDir_);
+        qInfo("family: %s (%s)", model_->familyName().c_str(), modelDir_.c_str());
         session_ = std::make_unique<Session>(model_);
         const ImageU8 image = loadImage(referenceDir() + "/images/red_square_336x336.png");
         session_->prefill(buildPrompt(*model_, "What is shown in this image?", false, &image), 16);
+        grid_ = session_->snapshot().visualSpan.gridWidth;
+        QCOMPARE(session_->snapshot().visualSpan.gridHeight, grid_);
+        head_ = model_->config().text.numKvHeads - 1;
         QVERIFY(tmp_.isValid());
     }
 
@@ -138,7 +152,7 @@ private slots:
             for (auto mode : {PlanMode::EditOnly, PlanMode::Propagate}) {
                 SteeringPlan zeroStrength = basePlan(op);
                 zeroStrength.mode = mode;
-                zeroStrength.strength = at::zeros({24, 24});
+                zeroStrength.strength = at::zeros({grid_, grid_});
                 SteeringPlan zeroCoefficient = basePlan(op);
                 zeroCoefficient.mode = mode;
                 zeroCoefficient.ck = {0.0};
@@ -161,8 +175,8 @@ private slots:
         const SteeredCache s = applyPlan(*session_, p);
         checkLocality(session_->snapshot(), s.cache, p, true, true);
         at::Tensor k0 = editedRows(session_->snapshot(), true, p), v0 = editedRows(session_->snapshot(), false, p);
-        QVERIFY(maxAbsDiff(editedRows(s.cache, true, p), k0 + factors(p, 1.5) * p.vectors.keys[1][1]) <= 1e-6);
-        QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), v0 + factors(p, 2.0) * p.vectors.values[1][1]) <= 1e-6);
+        QVERIFY(maxAbsDiff(editedRows(s.cache, true, p), k0 + factors(p, 1.5) * p.vectors.keys[1][head_]) <= 1e-6);
+        QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), v0 + factors(p, 2.0) * p.vectors.values[1][head_]) <= 1e-6);
     }
 
     void normPreservingKeepsNorms() {
@@ -170,7 +184,7 @@ private slots:
         const SteeredCache s = applyPlan(*session_, p);
         checkLocality(session_->snapshot(), s.cache, p, true, true);
         at::Tensor v0 = editedRows(session_->snapshot(), false, p), v1 = editedRows(s.cache, false, p);
-        at::Tensor y = v0 + factors(p, 2.0) * p.vectors.values[1][1];
+        at::Tensor y = v0 + factors(p, 2.0) * p.vectors.values[1][head_];
         QVERIFY(maxAbsDiff(v1, y / y.norm(2, {1}, true) * v0.norm(2, {1}, true)) <= 1e-5);
         QVERIFY(maxAbsDiff(v1.norm(2, {1}), v0.norm(2, {1})) <= 1e-4);
     }
@@ -184,12 +198,12 @@ private slots:
         at::Tensor k0 = editedRows(session_->snapshot(), true, p), k1 = editedRows(s.cache, true, p);
         at::Tensor f = factors(p, 1.5);
         for (int64_t i = 0; i < idx.numel(); ++i) {
-            const int64_t pos = span.start + idx[i].item<int64_t>();
-            at::Tensor expected = k0[i] + f[i] * ropeByHand(p.vectors.keys[1][1], pos, model_->config().text.ropeTheta);
+            const int64_t pos = session_->snapshot().positionOf(span.start + idx[i].item<int64_t>());
+            at::Tensor expected = k0[i] + f[i] * ropeByHand(p.vectors.keys[1][head_], pos, model_->config().text.ropeTheta);
             QVERIFY(maxAbsDiff(k1[i], expected) <= 1e-5);
         }
         // Values have no RoPE: a plain add.
-        QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), editedRows(session_->snapshot(), false, p) + factors(p, 2.0) * p.vectors.values[1][1]) <= 1e-6);
+        QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), editedRows(session_->snapshot(), false, p) + factors(p, 2.0) * p.vectors.values[1][head_]) <= 1e-6);
         // The operator refuses vectors in the other key space.
         SteeringPlan wrong = basePlan(SteeringOperator::PreRope, KeySpace::PostRope);
         QVERIFY_THROWS_EXCEPTION(Error, applyPlan(*session_, wrong));
@@ -210,7 +224,7 @@ private slots:
             s = applyPlan(*session_, p);
             checkLocality(session_->snapshot(), s.cache, p, true, true);
             const VisualSpan& span = session_->snapshot().visualSpan;
-            at::Tensor all = session_->snapshot().values(1).select(0, 0).select(0, 1).narrow(0, span.start, span.length);
+            at::Tensor all = session_->snapshot().values(1).select(0, 0).select(0, head_).narrow(0, span.start, span.length);
             at::Tensor expected = target == AblateTarget::Mean ? all.mean(0).expand_as(editedRows(s.cache, false, p)) : at::zeros_like(editedRows(s.cache, false, p));
             QVERIFY(maxAbsDiff(editedRows(s.cache, false, p), expected) <= 1e-5);
         }
@@ -260,12 +274,42 @@ private slots:
         }
         // Layers above the edit keep their visual K/V: only the suffix is recomputed.
         QVERIFY(at::equal(s.cache.values(2).narrow(2, span.start, span.length), session_->snapshot().values(2).narrow(2, span.start, span.length)));
-        // Recomputing with the unedited cache reproduces the snapshot's suffix (same ids, same positions).
+        // Recomputing with the unedited cache reproduces the snapshot's suffix (same ids, same
+        // positions, the family's prompt attention).
         KVCache again = session_->snapshot().clone();
-        const std::vector<int64_t> suffix(again.tokens().begin() + span.end(), again.tokens().end());
-        again.truncate(span.end());
-        session_->feed(again, suffix);
+        session_->recomputePrompt(again, span.end());
+        QCOMPARE(again.size(), n);
         for (int l = 0; l < again.numLayers(); ++l) QVERIFY(maxAbsDiff(again.values(l), session_->snapshot().values(l)) <= 1e-4);
+    }
+
+    void propagateUnderPrefixLmIsBidirectional() {
+        // PaliGemma's prompt attends to itself both ways: propagate recomputes every text position
+        // against the edited image together with the last prompt token, so even the first text
+        // token (<bos>) sees the ones after it. Done by hand here: edit-only, then the text and
+        // the last token bidirectionally through the edited cache, the last dropped again.
+        if (model_->promptAttention() != PromptAttention::Bidirectional) QSKIP("causal prompt: covered above");
+        SteeringPlan p = basePlan(SteeringOperator::Add);
+        p.layers = {0};
+        p.headMask.clear();
+        p.mode = PlanMode::Propagate;
+        const SteeredCache propagated = applyPlan(*session_, p);
+        p.mode = PlanMode::EditOnly;
+        KVCache byHand = applyPlan(*session_, p).cache;
+        const VisualSpan span = byHand.visualSpan;
+        const int64_t n = byHand.size();
+        std::vector<int64_t> text(byHand.tokens().begin() + span.end(), byHand.tokens().end());
+        text.push_back(session_->lastPromptToken());
+        byHand.truncate(span.end());
+        ForwardPass both;
+        both.bidirectional = true;
+        session_->feed(byHand, text, &both);
+        byHand.truncate(n);
+        KVCache causal = applyPlan(*session_, p).cache;
+        causal.truncate(span.end());
+        session_->feed(causal, std::vector<int64_t>(text.begin(), text.end() - 1));
+        for (int l = 0; l < byHand.numLayers(); ++l) QVERIFY(maxAbsDiff(propagated.cache.keys(l), byHand.keys(l)) <= 1e-5);
+        const double causalGap = maxAbsDiff(propagated.cache.keys(1).narrow(2, span.end(), 1), causal.keys(1).narrow(2, span.end(), 1));
+        QVERIFY2(causalGap > 1e-3, std::to_string(causalGap).c_str());
     }
 
     void sideBySideEqualsSeparateRuns() {
@@ -275,7 +319,7 @@ private slots:
             p.headMask.clear();
             p.cv = {4.0};
             p.ck = {4.0};
-            p.strength = rectStrength(0, 0, 23, 23);
+            p.strength = rectStrength(0, 0, grid_ - 1, grid_ - 1);
             const SteeredCache s = applyPlan(*session_, p);
             GenerationOptions gen;
             gen.maxNewTokens = 12;
@@ -325,26 +369,31 @@ private slots:
             QCOMPARE(back.headMask, info.headMask);
             QCOMPARE(back.recipe, info.recipe);
         }
-        // The same model under another directory layout (float16 shards, trimmed config) is accepted...
+        // The same model under another directory layout (16-bit shards, trimmed config) is accepted...
         const std::string same = tmp_.filePath("same").toStdString();
-        writeConvertedReferenceModel(same, at::kHalf, 3 * 1024 * 1024);
+        if (model_->config().modelType == "paligemma") writeConvertedPaliGemma(same, at::kBFloat16, 256 * 1024);
+        else writeConvertedReferenceModel(same, at::kHalf, 3 * 1024 * 1024);
         loadSteeringFile(path, *loadModel(same));
-        // ...a model whose config differs is refused, naming both.
-        const std::string other = tmp_.filePath("other").toStdString();
-        copyModelMetadata(other);
-        std::filesystem::copy_file(referenceModelDir() + "/model.safetensors", other + "/model.safetensors");
-        std::string config;
-        {
-            std::ifstream in(other + "/config.json");
-            config.assign(std::istreambuf_iterator<char>(in), {});
+        // ...a model of another family is refused, naming both...
+        try {
+            loadSteeringFile(path, *loadModel(otherFamilyDir_));
+            QFAIL("a vector file for another family was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find(model_->config().name) != std::string::npos, e.what());
         }
-        config.replace(config.find("\"rms_norm_eps\": 1e-05"), 21, "\"rms_norm_eps\": 1e-06");
-        std::ofstream(other + "/config.json", std::ios::trunc) << config;
+        // ...and so is one of the same family whose config differs.
+        const std::string other = tmp_.filePath("other").toStdString();
+        copyModelMetadata(other, modelDir_);
+        std::filesystem::copy_file(modelDir_ + "/model.safetensors", other + "/model.safetensors");
+        nlohmann::json config = nlohmann::json::parse(std::ifstream(other + "/config.json"));
+        const double eps = config["text_config"].value("rms_norm_eps", 1e-6);   // Gemma's default when absent
+        config["text_config"]["rms_norm_eps"] = eps == 1e-5 ? 1e-6 : 1e-5;
+        std::ofstream(other + "/config.json", std::ios::trunc) << config.dump(2);
         try {
             loadSteeringFile(path, *loadModel(other));
             QFAIL("a vector file for another model was accepted");
         } catch (const Error& e) {
-            QVERIFY2(std::string(e.what()).find("made for model") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("made for") != std::string::npos, e.what());
         }
     }
 
@@ -359,33 +408,34 @@ private slots:
     }
 
     void masksFromEveryForm() {
-        QVERIFY(at::equal(loadMask("rect:2,3,5,9", 24, 24), rectStrength(2, 3, 5, 9)));
-        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:5,3,2,9", 24, 24));
-        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:0,0,24,3", 24, 24));
+        QVERIFY(at::equal(loadMask("rect:2,3,5,9", grid_, grid_), rectStrength(2, 3, 5, 9)));
+        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:5,3,2,9", grid_, grid_));
+        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:0,0," + std::to_string(grid_) + ",3", grid_, grid_));
         const std::string png = tmp_.filePath("m.png").toStdString();
         saveMaskPng(png, rectStrength(2, 3, 5, 9));
-        QVERIFY(at::equal(loadMask(png, 24, 24), rectStrength(2, 3, 5, 9)));
+        QVERIFY(at::equal(loadMask(png, grid_, grid_), rectStrength(2, 3, 5, 9)));
         const std::string npy = tmp_.filePath("m.npy").toStdString();
         {
             std::ofstream out(npy, std::ios::binary);
-            std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (24, 24), }";
+            const std::string side = std::to_string(grid_);
+            std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + side + ", " + side + "), }";
             while ((10 + header.size() + 1) % 64) header += ' ';
             header += '\n';
             out << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff) << char(header.size() >> 8) << header;
             at::Tensor m = rectStrength(1, 1, 2, 2, 0.5f);
-            out.write(reinterpret_cast<const char*>(m.data_ptr<float>()), 24 * 24 * 4);
+            out.write(reinterpret_cast<const char*>(m.data_ptr<float>()), grid_ * grid_ * 4);
         }
-        QVERIFY(at::equal(loadMask(npy, 24, 24), rectStrength(1, 1, 2, 2, 0.5f)));
+        QVERIFY(at::equal(loadMask(npy, grid_, grid_), rectStrength(1, 1, 2, 2, 0.5f)));
     }
 
     void brightPatchLightsUpExactlyItsCells() {
-        // A black image with a white block over grid rows 3..6, columns 15..19 (14 px cells).
-        ImageU8 img;
-        img.width = img.height = 336;
-        img.rgb.assign(336 * 336 * 3, 0);
-        for (int y = 3 * 14; y < 7 * 14; ++y)
-            for (int x = 15 * 14; x < 20 * 14; ++x)
-                for (int c = 0; c < 3; ++c) img.rgb[(size_t(y) * 336 + x) * 3 + c] = 255;
+        // A black image of the tower's own size (no resize, no crop) with a white block over grid
+        // rows 3..6, columns 9..13: not symmetric, so a transposed or mirrored grid would show.
+        const int size = model_->config().vision.imageSize, cell = model_->config().vision.patchSize;
+        ImageU8 img(size, size);
+        for (int y = 3 * cell; y < 7 * cell; ++y)
+            for (int x = 9 * cell; x < 14 * cell; ++x)
+                for (int c = 0; c < 3; ++c) img.at(y, x, c) = 255;
         const std::string png = tmp_.filePath("bright.png").toStdString();
         savePng(png, img);
         Session s(model_);
@@ -393,24 +443,31 @@ private slots:
         SteeringPlan p = basePlan(SteeringOperator::Add);
         p.layers = {};
         p.headMask.clear();
-        p.strength = loadMask(png, 24, 24);   // the image itself is the painted mask
+        p.strength = loadMask(png, grid_, grid_);   // the image itself is the painted mask
         const SteeredCache steered = applyPlan(s, p);
         const at::Tensor heat = deltaHeatmaps(s.snapshot(), steered.cache, false, -1);
-        QCOMPARE(heat.sizes().vec(), (std::vector<int64_t>{3, 24, 24}));
+        const std::vector<int64_t> maps{3, grid_, grid_};
+        QCOMPARE(heat.sizes().vec(), maps);
         for (int l = 0; l < 3; ++l)
-            QVERIFY(at::equal(heat[l] > 0, rectStrength(3, 15, 6, 19) > 0));
+            QVERIFY(at::equal(heat[l] > 0, rectStrength(3, 9, 6, 13) > 0));
         // The other maps have the grid shape too, and attention sums to at most 1 over the image.
-        QCOMPARE(normHeatmaps(s.snapshot(), true, 0).sizes().vec(), (std::vector<int64_t>{3, 24, 24}));
-        QCOMPARE(cosineHeatmaps(steered.cache, p.vectors, false, -1).sizes().vec(), (std::vector<int64_t>{3, 24, 24}));
+        QCOMPARE(normHeatmaps(s.snapshot(), true, 0).sizes().vec(), maps);
+        QCOMPARE(cosineHeatmaps(steered.cache, p.vectors, false, -1).sizes().vec(), maps);
         GenerationOptions gen;
         gen.maxNewTokens = 1;
         gen.captureAttention = true;
         at::Tensor att;
-        s.generate(gen, [&](const TokenEvent& ev) { att = attentionHeatmaps(*ev.attention, s.snapshot().visualSpan, 2, -1); });
+        s.generate(gen, [&](const TokenEvent& ev) { att = attentionHeatmaps(*ev.attention, s.snapshot().visualSpan, model_->config().text.numKvHeads, -1); });
         QVERIFY(att.sum({1, 2}).le(1.0 + 1e-5).all().item<bool>());
         QVERIFY(att.min().item<float>() >= 0);
     }
 };
 
-QTEST_GUILESS_MAIN(TestSteering)
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    TestSteering llava(referenceModelDir(), referencePaliGemmaDir());
+    TestSteering paligemma(referencePaliGemmaDir(), referenceModelDir());
+    const int failedLlava = QTest::qExec(&llava, argc, argv);
+    return failedLlava + QTest::qExec(&paligemma, argc, argv);
+}
 #include "test_steering.moc"
