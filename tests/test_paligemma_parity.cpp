@@ -63,7 +63,7 @@ class TestPaliGemmaParity : public QObject {
                                   bool bidirectional) {
         const TextConfig& t = model.config().text;
         cache = KVCache(t.numLayers, 1, t.numKvHeads, t.headDim, static_cast<int64_t>(ids.size()) + 1, at::kFloat);
-        cache.positionOffset = model.firstPosition();
+        cache.positionOffset = 1;   // PaliGemma's rule
         ForwardPass pass;
         pass.bidirectional = bidirectional;
         return model.decoder().forward(model.embedPrompt(ids, features), cache, &pass);
@@ -123,7 +123,7 @@ private slots:
         const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
         const Prompt p = promptFor(*models_[variant.toStdString()], c);
         QCOMPARE(p.ids, toIds(expected.tensor("input_ids")));
-        const at::Tensor positions = at::arange(p.firstPosition, p.firstPosition + int64_t(p.ids.size()), at::kLong);
+        const at::Tensor positions = at::arange(p.positionOffset, p.positionOffset + int64_t(p.ids.size()), at::kLong);
         QCOMPARE(toIds(positions), toIds(expected.tensor("position_ids")));
         // The image tokens come first: visual token i is grid cell (i / 16, i % 16).
         QCOMPARE(p.span.start, int64_t(0));

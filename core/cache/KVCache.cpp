@@ -3,6 +3,7 @@
 #include "Error.h"
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 
@@ -31,6 +32,16 @@ std::pair<at::Tensor, at::Tensor> KVCache::update(const at::Tensor& k, const at:
 
 at::Tensor KVCache::keys(int layer) const { return k_.at(layer).narrow(2, 0, fill_.at(layer)); }
 at::Tensor KVCache::values(int layer) const { return v_.at(layer).narrow(2, 0, fill_.at(layer)); }
+
+at::Tensor KVCache::positions(int64_t start, int64_t n) const {
+    const int64_t rows = promptPositions.defined() ? promptPositions.size(0) : 1;
+    at::Tensor out = at::arange(start, start + n, at::kLong).add_(positionOffset).unsqueeze(0).repeat({rows, 1});
+    if (promptPositions.defined()) {
+        const int64_t fromPrompt = std::clamp<int64_t>(promptPositions.size(1) - start, 0, n);
+        if (fromPrompt > 0) out.narrow(1, 0, fromPrompt).copy_(promptPositions.narrow(1, start, fromPrompt));
+    }
+    return out;
+}
 
 KVCache KVCache::clone() const {
     KVCache c = *this;   // copies the bookkeeping; the tensors are shared until replaced below
@@ -78,6 +89,7 @@ KVCache KVCache::stackRows(const std::vector<const KVCache*>& rows) {
     c.tokens_ = first.tokens_;
     c.visualSpan = first.visualSpan;
     c.positionOffset = first.positionOffset;
+    c.promptPositions = first.promptPositions;
     for (int l = 0; l < first.numLayers(); ++l) {
         std::vector<at::Tensor> ks, vs;
         for (const KVCache* r : rows) {

@@ -2,12 +2,14 @@
 // KVCache: per-layer keys and values of a Llama decoder, [B, H_kv, T, D], preallocated to a
 // capacity so decoding appends in place. Keys are stored after RoPE (as transformers does).
 //
-// The number of tokens held, size(), is the only source of positions: the next token fed goes
-// to RoPE position size() + positionOffset, where positionOffset is the family's rule for the
-// prompt this cache holds (LLaVA 0, PaliGemma 1), set once at prefill and kept with the cache
-// like its visual span, so no separate counter can drift. Each layer keeps its own fill count
-// while a forward pass is under way; size() reports the last layer's, i.e. the tokens every
-// layer has seen.
+// The number of tokens held, size(), is the only source of positions; no separate counter can
+// drift. Cache index i sits at RoPE position i + positionOffset, where positionOffset is the
+// family's rule for the prompt this cache holds, set once at prefill and kept with the cache like
+// its visual span: LLaVA 0, PaliGemma 1, Qwen2-VL the prompt's rope delta. A family with
+// multi-axis positions (Qwen2-VL's M-RoPE: t, h, w per image token) also keeps the prompt's own
+// positions, promptPositions [3, P]; indices past the prompt use i + positionOffset in every row.
+// Each layer keeps its own fill count while a forward pass is under way; size() reports the last
+// layer's, i.e. the tokens every layer has seen.
 #include "cache/VisualSpan.h"
 
 #include <ATen/core/Tensor.h>
@@ -46,8 +48,11 @@ public:
     void appendTokens(const std::vector<int64_t>& ids) { tokens_.insert(tokens_.end(), ids.begin(), ids.end()); }
 
     VisualSpan visualSpan;
-    int64_t positionOffset = 0;   // RoPE position of cache index 0
-    int64_t positionOf(int64_t index) const { return index + positionOffset; }
+    int64_t positionOffset = 0;
+    at::Tensor promptPositions;   // [rows, P] int64 (CPU), or undefined: i + positionOffset throughout
+    // RoPE positions of cache indices start .. start+n-1: [rows, n] int64 on the CPU, rows = those
+    // of promptPositions (3 under M-RoPE), else 1.
+    at::Tensor positions(int64_t start, int64_t n) const;
 
     // Batch rows: stack single-row caches into one batch (side-by-side decoding), or take a row out.
     static KVCache stackRows(const std::vector<const KVCache*>& rows);

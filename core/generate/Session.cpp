@@ -50,7 +50,8 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     const int64_t capacity = std::min<int64_t>(n + 1 + std::max<int64_t>(reserveTokens, 1), c.text.maxPositionEmbeddings);
     snapshot_ = KVCache(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, capacity,
                         at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));
-    snapshot_.positionOffset = prompt.firstPosition;
+    snapshot_.positionOffset = prompt.positionOffset;
+    snapshot_.promptPositions = prompt.positionIds;
     ForwardPass pass;
     pass.stopRequested = stopRequested;
     pass.bidirectional = prefixLm;

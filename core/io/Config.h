@@ -37,12 +37,16 @@ struct TextConfig {            // LlamaConfig / GemmaConfig
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
     int64_t maxPositionEmbeddings = 2048;
-    bool attentionBias = false;
+    bool attentionBias = false;   // Llama's attention_bias: q, k, v and o projections have biases
     bool mlpBias = false;
     bool tieWordEmbeddings = false;
-    // Set by the family, not read from JSON: Gemma's (1 + w) RMSNorm and sqrt(hidden) input scale.
+    // Set by the family, not read from JSON: Gemma's (1 + w) RMSNorm and sqrt(hidden) input scale;
+    // Qwen2's q/k/v biases (o_proj has none); Qwen2-VL's M-RoPE sections (frequencies per t, h, w
+    // axis; empty = plain RoPE).
     bool normAddsOne = false;
     bool scaleEmbeddings = false;
+    bool qkvBiasOnly = false;
+    std::vector<int> mropeSection;
     int64_t bosTokenId = 1;
     std::vector<int64_t> eosTokenIds{2};
 };

@@ -40,7 +40,6 @@ Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const 
 
     Prompt p;
     p.hasImage = image != nullptr;
-    p.firstPosition = model.firstPosition();
     if (!raw && countOccurrences(text, kImageTag) > 0)
         throw Error("prompt: the question contains \"<image>\"; the template inserts it already (use --raw-prompt to place it yourself)");
     p.text = raw ? text : model.applyTemplate(text, p.hasImage);
@@ -73,6 +72,7 @@ Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const 
         p.span.gridHeight = layout.gridHeight;
         p.span.gridWidth = layout.gridWidth;
     }
+    model.assignPositions(p);
     if (p.ids.size() < 2) throw Error("prompt: needs at least two tokens (got " + std::to_string(p.ids.size()) + ")");
     const int64_t context = config.text.maxPositionEmbeddings;
     if (static_cast<int64_t>(p.ids.size()) >= context)
@@ -113,7 +113,7 @@ std::string Model::describe() const {
       << ", vocab " << t.vocabSize << ", context " << t.maxPositionEmbeddings << ", rope_theta " << t.ropeTheta << ", rms_norm_eps "
       << t.rmsNormEps << (t.normAddsOne ? " (1 + w)" : "") << (t.tieWordEmbeddings ? ", tied lm_head" : "") << "\n";
     o << "prefill      " << (promptAttention() == PromptAttention::Causal ? "causal" : "bidirectional over the prompt (prefix-LM)")
-      << ", positions from " << firstPosition() << "\n";
+      << "; positions " << positionRule() << "\n";
     o << "tokenizer    " << tokenizer_->vocabSize() << " tokens (bos " << tokenizer_->bosId() << ", eos " << tokenizer_->eosId() << ")\n";
     o << "parameters   " << parameterCount_ << " (" << shardCount_ << " file" << (shardCount_ == 1 ? "" : "s") << "; on disk:";
     for (const auto& [dtype, n] : diskDtypes_) o << " " << dtype << " " << n;

@@ -80,8 +80,10 @@ public:
     // pixels [1, 3, H, W] -> image features [tokens, D], exactly what enters the decoder's rows.
     virtual at::Tensor encodeImage(const at::Tensor& pixels) const = 0;
     virtual PromptAttention promptAttention() const { return PromptAttention::Causal; }
-    // RoPE position of cache index 0 (PaliGemma counts from 1).
-    virtual int64_t firstPosition() const { return 0; }
+    // The prompt's RoPE positions (Prompt::positionOffset / positionIds): LLaVA counts from 0,
+    // PaliGemma from 1. positionRule() says it in words for `inspect`.
+    virtual void assignPositions(Prompt& prompt) const { prompt.positionOffset = 0; }
+    virtual std::string positionRule() const { return "0, 1, 2, ... (the cache index)"; }
     // How a preprocessed image is laid out as tokens (default: the config's fixed square grid).
     virtual ImageLayout imageLayout(const PreprocessedImage& image) const;
 

@@ -21,7 +21,10 @@ struct Prompt {
     bool hasImage = false;
     PreprocessedImage image;        // resized / cropped uint8 and CHW float pixels
     at::Tensor pixels;              // [1, 3, H, W] float32 (undefined without an image)
-    int64_t firstPosition = 0;      // RoPE position of ids[0] (the family's rule)
+    // RoPE positions (the family's rule; the Session keeps both with the cache): token i sits at
+    // i + positionOffset, or at column i of positionIds [3, L] under M-RoPE (Qwen2-VL: t, h, w).
+    int64_t positionOffset = 0;
+    at::Tensor positionIds;
 };
 
 // Builds and validates a prompt for `model`. Without `raw`, `text` is the question and goes into

@@ -32,7 +32,7 @@ at::Tensor visualKV(const Session& s, int layer, bool keys, KeySpace space) {
     const VisualSpan& span = c.visualSpan;
     at::Tensor x = (keys ? c.keys(layer) : c.values(layer)).select(0, 0).narrow(1, span.start, span.length).to(at::kFloat);
     if (keys && space == KeySpace::PreRope)
-        x = s.model().decoder().rotate(x, at::arange(c.positionOf(span.start), c.positionOf(span.end()), at::TensorOptions().dtype(at::kLong)), true);
+        x = s.model().decoder().rotate(x, c.positions(span.start, span.length), true);
     return x.to(at::kCPU);
 }
 
@@ -142,7 +142,7 @@ SteeringVectors extractTextPairs(std::shared_ptr<const Model> model, const std::
         for (int l = 0; l < layers; ++l) {
             at::Tensor k = cache.keys(l).select(0, 0).narrow(1, pos, 1).to(at::kFloat);   // [H, 1, D]
             if (options.keySpace == KeySpace::PreRope)
-                k = model->decoder().rotate(k, at::arange(cache.positionOf(pos), cache.positionOf(pos) + 1, at::TensorOptions().dtype(at::kLong)), true);
+                k = model->decoder().rotate(k, cache.positions(pos, 1), true);
             kv.emplace_back(k.squeeze(1).cpu(), cache.values(l).select(0, 0).narrow(1, pos, 1).squeeze(1).to(at::kFloat).cpu());
         }
         return kv;

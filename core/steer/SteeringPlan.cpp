@@ -71,7 +71,7 @@ void validate(const Session& session, const SteeringPlan& plan) {
 
 // Edits one head's visual span x [N, D] at `index` (positions with nonzero factor).
 void editHead(const at::Tensor& span, const at::Tensor& index, const at::Tensor& factor, SteeringOperator op, const at::Tensor& dir,
-              const at::Tensor& ablateTarget, const TransformerDecoder& decoder, int64_t spanPosition, bool isKey) {
+              const at::Tensor& ablateTarget, const TransformerDecoder& decoder, const at::Tensor& spanPositions, bool isKey) {
     at::Tensor x = span.index_select(0, index);   // [n, D]
     at::Tensor f = factor.unsqueeze(1);           // [n, 1] = s(p) * c
     at::Tensor out;
@@ -80,7 +80,7 @@ void editHead(const at::Tensor& span, const at::Tensor& index, const at::Tensor&
         out = x + f * dir;
         break;
     case SteeringOperator::PreRope:
-        out = isKey ? x + f * decoder.rotate(dir.expand_as(x), index + spanPosition) : x + f * dir;
+        out = isKey ? x + f * decoder.rotate(dir.expand_as(x), spanPositions.index_select(1, index.cpu())) : x + f * dir;
         break;
     case SteeringOperator::NormPreserving: {
         at::Tensor y = x + f * dir;
@@ -142,6 +142,7 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
     const Model& model = session.model();
     const TextConfig& t = model.config().text;
     const VisualSpan span = session.snapshot().visualSpan;
+    const at::Tensor spanPositions = session.snapshot().positions(span.start, span.length);   // [rows, N], for prerope
 
     SteeredCache out;
     out.cache = session.snapshot().clone();
@@ -180,7 +181,7 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
                 at::Tensor headSpan = cached.select(0, h).narrow(0, span.start, span.length);   // [N, D]
                 at::Tensor dir = entry.defined() ? directionFor(entry.to(cached.device(), cached.scalar_type()), h, dev) : at::Tensor();
                 at::Tensor target = plan.ablateTarget == AblateTarget::Mean ? headSpan.mean(0) : at::zeros_like(headSpan.select(0, 0));
-                editHead(headSpan, dev, fdev, plan.op, dir, target, model.decoder(), out.cache.positionOf(span.start), isKey);
+                editHead(headSpan, dev, fdev, plan.op, dir, target, model.decoder(), spanPositions, isKey);
             }
         }
     }

@@ -13,9 +13,9 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/tensor.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/matmul.h>
-#include <ATen/ops/outer.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/silu.h>
@@ -61,27 +61,28 @@ TransformerDecoder::TransformerDecoder(const TextConfig& c, const Checkpoint& ck
                                       {layerName(i, "self_attn.q_proj.weight"), layerName(i, "self_attn.k_proj.weight"),
                                        layerName(i, "self_attn.v_proj.weight")},
                                       {{qDim, d}, {kvDim, d}, {kvDim, d}}, format);
-        if (c.attentionBias)
+        if (c.attentionBias || c.qkvBiasOnly)
             L.qkvBias = at::cat({loadWeight(ckpt, layerName(i, "self_attn.q_proj.bias"), {qDim}, small),
                                  loadWeight(ckpt, layerName(i, "self_attn.k_proj.bias"), {kvDim}, small),
                                  loadWeight(ckpt, layerName(i, "self_attn.v_proj.bias"), {kvDim}, small)});
         L.oWeight = loadLinear(ckpt, layerName(i, "self_attn.o_proj.weight"), {d, qDim}, format);
+        if (c.attentionBias) L.oBias = loadWeight(ckpt, layerName(i, "self_attn.o_proj.bias"), {d}, small);
         L.gateUpWeight = loadFusedLinear(ckpt, {layerName(i, "mlp.gate_proj.weight"), layerName(i, "mlp.up_proj.weight")},
                                          {{inter, d}, {inter, d}}, format);
         L.downWeight = loadLinear(ckpt, layerName(i, "mlp.down_proj.weight"), {d, inter}, format);
         layers_.push_back(std::move(L));
     }
 
-    // RoPE tables exactly as transformers builds them: inv_freq = 1 / theta^(2i/d) in float32,
-    // angles = position * inv_freq in float32, the half-dim table repeated twice.
-    auto f32 = at::TensorOptions().dtype(at::kFloat);
-    at::Tensor invFreq = 1.0 / at::pow(c.ropeTheta, at::arange(0, hd, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(hd));
-    // One row more than the context: a family may start its positions at 1 (PaliGemma).
-    at::Tensor positions = at::arange(c.maxPositionEmbeddings + 1, f32);
-    at::Tensor angles = at::outer(positions, invFreq);
-    at::Tensor emb = at::cat({angles, angles}, -1);
-    ropeCos_ = emb.cos().to(format.device, format.compute);
-    ropeSin_ = emb.sin().to(format.device, format.compute);
+    // RoPE frequencies exactly as transformers builds them: inv_freq = 1 / theta^(2i/d) in float32.
+    // Frequency i reads position row freqRow_[i]: row 0 for plain RoPE; for M-RoPE the sections
+    // count frequencies per axis (Qwen2-VL [16, 24, 24]: t for the first 16, then h, then w).
+    invFreq_ = 1.0 / at::pow(c.ropeTheta, at::arange(0, hd, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(hd));
+    std::vector<int64_t> rows;
+    for (size_t axis = 0; axis < c.mropeSection.size(); ++axis) rows.insert(rows.end(), c.mropeSection[axis], int64_t(axis));
+    if (rows.empty()) rows.assign(size_t(hd / 2), 0);
+    if (int64_t(rows.size()) != hd / 2) throw Error("mrope_section must sum to head_dim / 2 (" + std::to_string(hd / 2) + ")");
+    freqRow_ = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
+    positionRows_ = c.mropeSection.empty() ? 1 : 3;
     // Gemma's normalizer is a tensor of the hidden states' dtype: sqrt(hidden) rounded to it.
     if (c.scaleEmbeddings)
         embedScale_ = at::scalar_tensor(std::sqrt(double(d)), at::TensorOptions().dtype(format.compute)).item<double>();
@@ -174,14 +175,14 @@ at::Tensor TransformerDecoder::attention(const at::Tensor& q, const at::Tensor& 
 at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache, ForwardPass* pass) const {
     const int64_t b = embeds.size(0), t = embeds.size(1);
     const int64_t h = config_.numHeads, hkv = config_.numKvHeads, hd = config_.headDim;
-    const int64_t start = cache.size(), position = start + cache.positionOffset;
-    if (start + t > config_.maxPositionEmbeddings || position < 0 || position + t > ropeCos_.size(0))
+    const int64_t start = cache.size();
+    if (start + t > config_.maxPositionEmbeddings)
         throw Error("sequence of " + std::to_string(start + t) + " tokens exceeds the model's context of " +
                     std::to_string(config_.maxPositionEmbeddings) + " (max_position_embeddings)");
     if (cache.numLayers() != config_.numLayers || cache.batch() != b)
         throw Error("KVCache shape does not match the model (layers or batch size)");
 
-    const at::Tensor cos = ropeCos_.narrow(0, position, t), sin = ropeSin_.narrow(0, position, t);
+    const auto [cos, sin] = ropeTables(cache.positions(start, t));
     at::Tensor mask;
     const bool bidirectional = pass && pass->bidirectional;
     if (t > 1 && !bidirectional)   // query i (cache index start+i) sees keys 0..start+i
@@ -203,7 +204,7 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
         at::Tensor bias;
         if (pass && l < pass->attentionBias.size()) bias = pass->attentionBias[l];
         at::Tensor* captured = pass && pass->captureAttention ? &pass->attention[l] : nullptr;
-        x = x + applyLinear(attention(q, keys, values, mask, bias, captured), L.oWeight);
+        x = x + applyLinear(attention(q, keys, values, mask, bias, captured), L.oWeight, L.oBias);
 
         at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm), L.gateUpWeight);
         const int64_t inter = config_.intermediateSize;
@@ -212,10 +213,24 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
     return rmsNorm(x, finalNorm_);
 }
 
+std::pair<at::Tensor, at::Tensor> TransformerDecoder::ropeTables(const at::Tensor& positions) const {
+    // angle = float32(position * inv_freq), each frequency from its position row, the half-dim
+    // table repeated twice (rotate-half pairs dims i and i + d/2).
+    // [n] or [1, n] (the same position on every axis) or [positionRows_, n].
+    at::Tensor pos = positions.to(at::kCPU).to(at::kFloat);
+    if (pos.dim() == 1) pos = pos.unsqueeze(0);
+    if (pos.size(0) == 1) pos = pos.expand({positionRows_, pos.size(1)});
+    if (pos.size(0) != positionRows_)
+        throw Error("RoPE positions have " + std::to_string(pos.size(0)) + " rows; this decoder expects " + std::to_string(positionRows_));
+    const at::Tensor angles = (pos.index_select(0, freqRow_) * invFreq_.unsqueeze(1)).t();   // [n, d/2]
+    const at::Tensor emb = at::cat({angles, angles}, -1);
+    return {emb.cos().to(format_.device, format_.compute), emb.sin().to(format_.device, format_.compute)};
+}
+
 at::Tensor TransformerDecoder::rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse) const {
-    const at::Tensor pos = positions.to(ropeCos_.device()).to(at::kLong);
-    const at::Tensor cos = ropeCos_.index_select(0, pos).to(x.scalar_type());
-    const at::Tensor sin = ropeSin_.index_select(0, pos).to(x.scalar_type());
+    auto [cos, sin] = ropeTables(positions);
+    cos = cos.to(x.device(), x.scalar_type());
+    sin = sin.to(x.device(), x.scalar_type());
     return rope(x, cos, inverse ? -sin : sin);   // rotating by -theta undoes rotating by theta
 }
 

@@ -6,13 +6,15 @@
 //   normAddsOne      RMSNorm scales by w (Llama) or by (1 + w) (Gemma)
 //   scaleEmbeddings  every input row is multiplied by sqrt(hidden_size) first (Gemma)
 // Every forward pass appends to a KVCache and takes its positions from it: the first new token
-// sits at position cache.size() + cache.positionOffset (the family's rule, kept with the cache).
+// sits at the position the cache gives for index cache.size() (KVCache::positions: the family's
+// rule, kept with the cache). Qwen2 adds q/k/v biases and, in Qwen2-VL, M-RoPE (mropeSection).
 #include "io/Config.h"
 #include "nn/Linear.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace kvsteer {
@@ -50,8 +52,7 @@ public:
     at::Tensor embed(const at::Tensor& ids) const;   // [B, T] int64 -> [B, T, D] (compute dtype)
 
     // Runs the blocks over `embeds` [B, T, D] (as embed() returns them, before any scaling) at
-    // positions p0 .. p0+T-1, p0 = cache.size() + cache.positionOffset, appending their K/V to
-    // `cache`. Returns the final-normed hidden states [B, T, D].
+    // the positions of cache indices cache.size() .. +T-1, appending their K/V to `cache`. Returns the final-normed hidden states [B, T, D].
     at::Tensor forward(const at::Tensor& embeds, KVCache& cache, ForwardPass* pass = nullptr) const;
 
     at::Tensor logits(const at::Tensor& hidden) const;   // [.., D] -> [.., V], float32
@@ -60,8 +61,8 @@ public:
     // divided by this is the memory roofline of decoding.
     int64_t weightBytesPerToken() const;
 
-    // Rotates x [..., N, head_dim] by the RoPE angles of `positions` [N] (int64; RoPE positions,
-    // i.e. cache indices plus the cache's positionOffset), or back
+    // Rotates x [..., N, head_dim] by the RoPE angles of `positions` (int64 [N], or [3, N] under
+    // M-RoPE: what KVCache::positions gives for those cache indices), or back
     // (inverse): how cached (post-RoPE) keys and position-free (pre-RoPE) directions relate.
     at::Tensor rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
 
@@ -69,11 +70,13 @@ private:
     struct Layer {
         at::Tensor inputNorm, postNorm;      // (1 + w) already added for Gemma
         LinearWeight qkvWeight, oWeight;     // q, k, v fused: [(H + 2 H_kv) * hd, D]
-        at::Tensor qkvBias;                  // [(H + 2 H_kv) * hd] when attention_bias, else undefined
+        at::Tensor qkvBias, oBias;           // biases when the config has them, else undefined
         LinearWeight gateUpWeight, downWeight; // gate and up fused: [2 I, D]
     };
     at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight) const;
     at::Tensor activation(const at::Tensor& gate) const;
+    // cos, sin [n, head_dim] (compute dtype, on the device) for positions [rows, n].
+    std::pair<at::Tensor, at::Tensor> ropeTables(const at::Tensor& positions) const;
     at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                          const at::Tensor& bias, at::Tensor* captured) const;
@@ -82,7 +85,9 @@ private:
     WeightFormat format_;
     at::Tensor embedTokens_, finalNorm_;
     LinearWeight lmHead_;   // the embedding table itself when tied
-    at::Tensor ropeCos_, ropeSin_;   // [max_position_embeddings + 1, head_dim], float32 -> compute dtype
+    at::Tensor invFreq_;             // [head_dim / 2] float32
+    at::Tensor freqRow_;             // [head_dim / 2] int64: the position row each frequency reads
+    int64_t positionRows_ = 1;       // 1 (RoPE) or 3 (M-RoPE: t, h, w)
     double embedScale_ = 1.0;        // sqrt(hidden_size) rounded to the compute dtype, or 1
     std::vector<Layer> layers_;
 };

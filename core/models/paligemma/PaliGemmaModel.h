@@ -26,7 +26,8 @@ public:
     // pixels -> SigLIP last_hidden_state -> projector -> ÷ sqrt(hidden_size): [tokens, D].
     at::Tensor encodeImage(const at::Tensor& pixels) const override;
     PromptAttention promptAttention() const override { return PromptAttention::Bidirectional; }
-    int64_t firstPosition() const override { return 1; }
+    void assignPositions(Prompt& prompt) const override { prompt.positionOffset = 1; }
+    std::string positionRule() const override { return "1, 2, 3, ... (the cache index + 1)"; }
 
     // The stages encodeImage runs, for parity checks: SigLIP's output [1, patches, Dv] (and its
     // embeddings), and the projector before the ÷ sqrt(hidden_size).
