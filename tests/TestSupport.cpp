@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 
 std::string referenceDir() { return fs::path(KVSTEER_REFERENCE_DIR).lexically_normal().string(); }
 std::string referenceModelDir() { return referenceDir() + "/tiny-llava"; }
+std::string referencePaliGemmaDir() { return referenceDir() + "/tiny-paligemma"; }
 std::string referenceTensorsPath(const std::string& caseName) { return referenceDir() + "/expected/" + caseName + ".safetensors"; }
 std::string cliPath() { return KVSTEER_CLI_PATH; }
 
@@ -107,14 +108,16 @@ std::vector<int64_t> toIds(const at::Tensor& t) {
     return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
 }
 
-ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs) {
+ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs) { return runProgram(cliPath(), args, timeoutMs); }
+
+ProcessResult runProgram(const std::string& program, const std::vector<std::string>& args, int timeoutMs) {
     QProcess p;
     QStringList list;
     for (const auto& a : args) list << QString::fromStdString(a);
-    p.start(QString::fromStdString(cliPath()), list);
+    p.start(QString::fromStdString(program), list);
     ProcessResult r;
     if (!p.waitForStarted(30000)) {
-        r.err = "could not start " + cliPath();
+        r.err = "could not start " + program;
         return r;
     }
     p.closeWriteChannel();

@@ -11,6 +11,7 @@ namespace kvsteer::test {
 
 std::string referenceDir();                // ../shared/reference
 std::string referenceModelDir();           // ../shared/reference/tiny-llava
+std::string referencePaliGemmaDir();       // ../shared/reference/tiny-paligemma
 std::string referenceTensorsPath(const std::string& caseName);   // expected/<case>.safetensors
 std::string cliPath();                     // the built kvsteer executable
 
@@ -35,6 +36,7 @@ struct ProcessResult {
     bool crashed = false;
     std::string out, err;
 };
-ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs = 300000);
+ProcessResult runProgram(const std::string& program, const std::vector<std::string>& args, int timeoutMs = 300000);
+ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs = 300000);   // the kvsteer executable
 
 } // namespace kvsteer::test
