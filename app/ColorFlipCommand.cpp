@@ -43,8 +43,7 @@ int commandDemoSteer(int argc, char** argv) {
     const SteeringVectors vectors = demo::redToBlueVectors(model, pairs, 0);
     if (cl.has("save-vectors")) {
         SteeringFileInfo info;
-        info.modelName = model->config().name;
-        info.configHash = model->config().configHash;
+        recordModel(info, *model);
         info.operatorName = "add";
         const auto cks = numberList(cl.get("ck", "0")), cvs = numberList(cl.get("cv", "8"));
         info.ck = {cks.front()};

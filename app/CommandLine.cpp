@@ -10,6 +10,7 @@ CommandLine::CommandLine(std::set<std::string> options, std::set<std::string> fl
 void CommandLine::parse(int argc, char** argv, int first) {
     for (int i = first; i < argc; ++i) {
         std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") throw HelpRequested{};
         if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "'");
         std::string name = arg.substr(2), value;
         if (auto eq = name.find('='); eq != std::string::npos) {

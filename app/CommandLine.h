@@ -1,6 +1,8 @@
 #pragma once
 // A small command-line parser for the CLI and the bench (Qt-free, so they build headless):
 // "--key value" options and "--flag" switches, each declared up front so a typo is an error.
+// --help (or -h) in place of an option is understood by every command: parse() throws
+// HelpRequested, and the program prints that command's usage and exits 0.
 #include <cstdint>
 #include <map>
 #include <set>
@@ -14,7 +16,8 @@ class CommandLine {
 public:
     CommandLine(std::set<std::string> options, std::set<std::string> flags);
 
-    // Parses argv[first..]; throws UsageError for unknown or incomplete arguments.
+    // Parses argv[first..]; throws UsageError for unknown or incomplete arguments, HelpRequested
+    // for --help / -h (not when it is an option's value: --prompt --help is a prompt).
     void parse(int argc, char** argv, int first);
 
     bool has(const std::string& name) const;
@@ -31,5 +34,8 @@ private:
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// Not an error: the caller answers with the usage text and exit status 0.
+struct HelpRequested {};
 
 } // namespace kvsteer

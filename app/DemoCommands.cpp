@@ -19,15 +19,6 @@ namespace kvsteer {
 namespace fs = std::filesystem;
 using namespace kvsteer::demo;
 
-const char* kDemoUsage = R"(  train-demo   --out DIR --tokenizer-dir DIR [--minutes M] [--steps N] [--seed S] [--batch B] [--lr X]
-               [--threads N] [--validate-every N] [--curriculum A,B,C] [--dtype f32|f16]
-               [--vision-steps N] [--vision-lr X] [--vision-fraction F] [--vision-lr-scale X]
-               [--grounding W] [--sizes 9 ints] [--types LIST]
-  eval-demo    [--model DIR] [--n N] [--seed S] [--max-new-tokens N] [--threads N] [--json] [--show-failures K]
-  demo-corpus  --out FILE [--scenes N] [--seed S]       (the text spm_train learns the demo tokenizer from)
-  demo-images  --out DIR [--pair-seed S --pair-index N] (a few ShapeWorld PNGs, e.g. the red/blue circle pair)
-)";
-
 namespace {
 
 void parseCurriculum(const std::string& text, DemoTrainOptions& o) {

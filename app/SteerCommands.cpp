@@ -130,12 +130,18 @@ std::set<std::string> planOptionNames() {
                         "ablate-to"}, generationOptionNames());
 }
 
+// --prompt in the family's template, or as is with --raw-prompt (the same meaning in every command).
 std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr<Model> model, int reserve) {
     if (!cl.has("image") || !cl.has("prompt")) throw UsageError("needs --image FILE and --prompt TEXT");
     const ImageU8 image = loadImage(cl.get("image"));
     auto session = std::make_unique<Session>(model);
-    session->prefill(buildPrompt(*model, cl.get("prompt"), false, &image), reserve);
+    session->prefill(buildPrompt(*model, cl.get("prompt"), cl.has("raw-prompt"), &image), reserve);
     return session;
+}
+
+// The grid a region mask is read onto: the span the prompt gives this image (built, not run).
+PatchGrid promptGrid(const CommandLine& cl, const Model& model, const ImageU8& image) {
+    return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), &image).span.grid();
 }
 
 } // namespace
@@ -143,7 +149,7 @@ std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr
 int commandExtract(int argc, char** argv) {
     CommandLine cl(withOptions({"recipe", "prompt", "image-a", "image-b", "image", "mask", "pairs", "out", "key-space", "operator",
                                 "ck", "cv", "layers"}, modelOptionNames()),
-                   {"pca", "per-position"});
+                   {"pca", "per-position", "raw-prompt"});
     cl.parse(argc, argv, 2);
     if (!cl.has("recipe") || !cl.has("out")) throw UsageError("extract needs --recipe and --out");
     auto model = loadModel(cl);
@@ -151,8 +157,9 @@ int commandExtract(int argc, char** argv) {
     options.keySpace = parseKeySpace(cl.get("key-space", cl.get("operator") == "prerope" ? "pre-rope" : "post-rope"));
     options.pca = cl.has("pca");
     options.perPosition = cl.has("per-position");
+    options.rawPrompt = cl.has("raw-prompt");
     const std::string recipe = cl.get("recipe");
-    nlohmann::json inputs = {{"pca", options.pca}, {"per_position", options.perPosition}};
+    nlohmann::json inputs = {{"pca", options.pca}, {"per_position", options.perPosition}, {"raw_prompt", options.rawPrompt}};
     SteeringVectors vectors;
     if (recipe == "image-pair") {
         if (!cl.has("image-a") || !cl.has("image-b") || !cl.has("prompt")) throw UsageError("image-pair needs --prompt, --image-a and --image-b");
@@ -160,8 +167,9 @@ int commandExtract(int argc, char** argv) {
         inputs.update({{"prompt", cl.get("prompt")}, {"image_a", cl.get("image-a")}, {"image_b", cl.get("image-b")}});
     } else if (recipe == "region") {
         if (!cl.has("image") || !cl.has("mask") || !cl.has("prompt")) throw UsageError("region needs --prompt, --image and --mask");
-        const int grid = model->config().vision.gridSize();
-        vectors = extractRegion(model, cl.get("prompt"), loadImage(cl.get("image")), loadMask(cl.get("mask"), grid, grid), options);
+        const ImageU8 image = loadImage(cl.get("image"));
+        const PatchGrid grid = promptGrid(cl, *model, image);
+        vectors = extractRegion(model, cl.get("prompt"), image, loadMask(cl.get("mask"), grid.height, grid.width), options);
         inputs.update({{"prompt", cl.get("prompt")}, {"image", cl.get("image")}, {"mask", cl.get("mask")}});
     } else if (recipe == "text-pairs") {
         if (!cl.has("pairs")) throw UsageError("text-pairs needs --pairs FILE.jsonl");
@@ -172,6 +180,7 @@ int commandExtract(int argc, char** argv) {
         throw UsageError("--recipe must be image-pair, region or text-pairs");
     }
     SteeringFileInfo info = newVectorsFileInfo(*model, recipe, inputs.dump(), options.keySpace);
+    if (options.rawPrompt && recipe != "text-pairs") info.promptTemplate = cl.get("prompt");   // no template: the prompt itself
     info.operatorName = cl.get("operator", info.operatorName);
     parseOperator(info.operatorName);
     info.ck = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : std::vector<double>{1.0};
@@ -184,7 +193,7 @@ int commandExtract(int argc, char** argv) {
 }
 
 int commandSteer(int argc, char** argv) {
-    CommandLine cl(withOptions(planOptionNames(), modelOptionNames()), {"propagate", "json"});
+    CommandLine cl(withOptions(planOptionNames(), modelOptionNames()), {"propagate", "json", "raw-prompt"});
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
     const GenerationOptions gen = generationOptions(cl, 32);
@@ -215,7 +224,7 @@ int commandSteer(int argc, char** argv) {
 }
 
 int commandSweep(int argc, char** argv) {
-    CommandLine cl(withOptions(planOptionNames(), modelOptionNames()), {"propagate", "csv"});
+    CommandLine cl(withOptions(planOptionNames(), modelOptionNames()), {"propagate", "csv", "raw-prompt"});
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
     const GenerationOptions gen = generationOptions(cl, 32);

@@ -238,7 +238,7 @@ void printTargets(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
     try {
-        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "bandwidth"}, {"json", "help"});
+        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "bandwidth"}, {"json"});
         // --model may be repeated: collect them before handing the rest to the parser.
         std::vector<std::string> models;
         std::vector<char*> rest = {argv[0]};
@@ -246,11 +246,7 @@ int main(int argc, char** argv) {
             if (std::string(argv[i]) == "--model" && i + 1 < argc) models.push_back(argv[++i]);
             else rest.push_back(argv[i]);
         }
-        cl.parse(static_cast<int>(rest.size()), rest.data(), 1);
-        if (cl.has("help")) {
-            std::cout << kUsage;
-            return 0;
-        }
+        cl.parse(static_cast<int>(rest.size()), rest.data(), 1);   // --help / -h: HelpRequested
         if (models.empty())
             for (const char* d : {KVSTEER_REFERENCE_MODEL_DIR, KVSTEER_DEMO_MODEL_DIR})
                 if (std::filesystem::exists(std::string(d) + "/config.json")) models.push_back(d);
@@ -304,6 +300,9 @@ int main(int argc, char** argv) {
             printTargets(rows);
         }
         return failures == 0 ? 0 : 1;
+    } catch (const HelpRequested&) {
+        std::cout << kUsage;
+        return 0;
     } catch (const UsageError& e) {
         std::cerr << "bench: " << e.what() << "\n" << kUsage;
         return 2;

@@ -1,10 +1,13 @@
-// kvsteer — the headless command line: generate, inspect, make-random, extract, steer, sweep.
-// Every failure prints "kvsteer: error: <what, where, what was expected>" and exits non-zero.
+// kvsteer — the headless command line: generate, inspect, make-random, extract, steer, sweep
+// and the demo model's commands. `kvsteer --help` and `kvsteer COMMAND --help` print usage and
+// exit 0; a usage error exits 2 with the command's usage; every other failure prints
+// "kvsteer: error: <what, where, what was expected>" and exits 1.
 #include "CliOptions.h"
 #include "ColorFlipCommand.h"
 #include "CommandLine.h"
 #include "SteerCommands.h"
 #include "DemoCommands.h"
+#include "Usage.h"
 #include "Error.h"
 #include "models/ModelRegistry.h"
 #include "models/llava/RandomCheckpoint.h"
@@ -24,30 +27,6 @@
 using namespace kvsteer;
 
 namespace {
-
-const char* kUsage = R"(usage: kvsteer <command> [options]
-
-commands:
-  generate     --model DIR [--image FILE] --prompt TEXT [--raw-prompt] [--max-new-tokens N]
-               [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]
-               [--seed S --temperature T --top-p P --top-k K] [--json] [--dump-prefill FILE.safetensors]
-  inspect      --model DIR
-  extract      --model DIR --recipe image-pair|region|text-pairs [--pca] [--per-position] [--key-space post|pre]
-               --prompt TEXT (--image-a FILE --image-b FILE | --image FILE --mask MASK | --pairs FILE.jsonl)
-               --out VECTORS.safetensors [--operator OP] [--ck X] [--cv Y] [--layers A-B]
-  steer        --model DIR --image FILE --prompt TEXT [--vectors FILE] [--mask MASK] [--layers A-B] [--heads LIST]
-               [--ck X] [--cv Y] [--operator add|norm|prerope|scale|spotlight|ablate] [--ablate-to mean|zero]
-               [--propagate] [--max-new-tokens N] [--json]
-  sweep        (the steer options) --ck LIST --cv LIST --layers A-B,C-D,... [--csv]: one row per setting
-  demo-steer   [--model DIR] [--pairs K] [--n N] [--seed S] [--ck LIST] [--cv LIST] [--mode edit-only|propagate|both]
-               [--save-vectors FILE]: the demo model's red->blue flip, painted on the circle vs on background
-  make-random  --preset NAME --dtype f32|f16|bf16 --out DIR [--tokenizer-from DIR] [--seed S] [--shard-gb G]
-
-MASK: rect:r0,c0,r1,c1 (grid cells, inclusive), a grayscale image (white = 1), a .npy or a .safetensors.
---model defaults to the bundled demo model. --prompt is the question; it is wrapped in the
-LLaVA-1.5 template "USER: <image>\n{q} ASSISTANT:" unless --raw-prompt is given.
-With --json, stdout holds only the final JSON object.
-)";
 
 // Logits of the full prompt's last token and the cache of all L prompt tokens, as a dump.
 void dumpPrefill(const Session& session, const std::string& path) {
@@ -129,33 +108,51 @@ int commandMakeRandom(int argc, char** argv) {
     return 0;
 }
 
+using Command = int (*)(int, char**);
+
+int evalDemo(int argc, char** argv) { return commandEvalDemo(argc, argv, KVSTEER_DEMO_MODEL_DIR); }
+
+// Every command by name; usage for each lives in Usage.cpp.
+Command findCommand(const std::string& name) {
+    static const std::vector<std::pair<std::string, Command>> table = {
+        {"generate", commandGenerate},   {"inspect", commandInspect},       {"make-random", commandMakeRandom},
+        {"extract", commandExtract},     {"steer", commandSteer},           {"sweep", commandSweep},
+        {"demo-steer", commandDemoSteer}, {"train-demo", commandTrainDemo}, {"eval-demo", evalDemo},
+        {"demo-corpus", commandDemoCorpus}, {"demo-images", commandDemoImages},
+    };
+    for (const auto& [n, f] : table)
+        if (n == name) return f;
+    return nullptr;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-        std::cout << kUsage << "\ndemo model:\n" << kDemoUsage;
-        return argc < 2 ? 2 : 0;
+    const std::string command = argc < 2 ? "" : argv[1];
+    if (command == "help" && argc > 2 && !commandUsage(argv[2]).empty()) {   // kvsteer help COMMAND
+        std::cout << commandUsage(argv[2]);
+        return 0;
     }
-    const std::string command = argv[1];
+    if (command.empty() || command == "--help" || command == "-h" || command == "help") {
+        std::cout << fullUsage();
+        return command.empty() ? 2 : 0;
+    }
+    if (command == "--version" || command == "version") {
+        std::cout << "kvsteer " KVSTEER_VERSION "\n";
+        return 0;
+    }
+    const Command run = findCommand(command);
+    if (!run) {
+        std::cerr << "kvsteer: unknown command '" << command << "'\n\n" << fullUsage();
+        return 2;
+    }
     try {
-        if (command == "generate") return commandGenerate(argc, argv);
-        if (command == "inspect") return commandInspect(argc, argv);
-        if (command == "make-random") return commandMakeRandom(argc, argv);
-        if (command == "extract") return commandExtract(argc, argv);
-        if (command == "steer") return commandSteer(argc, argv);
-        if (command == "sweep") return commandSweep(argc, argv);
-        if (command == "demo-steer") return commandDemoSteer(argc, argv);
-        if (command == "train-demo") return commandTrainDemo(argc, argv);
-        if (command == "eval-demo") return commandEvalDemo(argc, argv, KVSTEER_DEMO_MODEL_DIR);
-        if (command == "demo-corpus") return commandDemoCorpus(argc, argv);
-        if (command == "demo-images") return commandDemoImages(argc, argv);
-        if (command == "--version" || command == "version") {
-            std::cout << "kvsteer " KVSTEER_VERSION "\n";
-            return 0;
-        }
-        throw UsageError("unknown command '" + command + "'");
+        return run(argc, argv);
+    } catch (const HelpRequested&) {
+        std::cout << commandUsage(command);
+        return 0;
     } catch (const UsageError& e) {
-        std::cerr << "kvsteer: " << e.what() << "\n\n" << kUsage;
+        std::cerr << "kvsteer " << command << ": " << e.what() << "\n\n" << commandUsage(command);
         return 2;
     } catch (const Error& e) {
         std::cerr << "kvsteer: error: " << e.what() << "\n";

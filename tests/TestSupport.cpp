@@ -129,14 +129,16 @@ std::vector<int64_t> toIds(const at::Tensor& t) {
     return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
 }
 
-ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs) {
+ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs) { return runProgram(cliPath(), args, timeoutMs); }
+
+ProcessResult runProgram(const std::string& program, const std::vector<std::string>& args, int timeoutMs) {
     QProcess p;
     QStringList list;
     for (const auto& a : args) list << QString::fromStdString(a);
-    p.start(QString::fromStdString(cliPath()), list);
+    p.start(QString::fromStdString(program), list);
     ProcessResult r;
     if (!p.waitForStarted(30000)) {
-        r.err = "could not start " + cliPath();
+        r.err = "could not start " + program;
         return r;
     }
     p.closeWriteChannel();

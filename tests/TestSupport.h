@@ -43,6 +43,7 @@ struct ProcessResult {
     bool crashed = false;
     std::string out, err;
 };
-ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs = 300000);
+ProcessResult runProgram(const std::string& program, const std::vector<std::string>& args, int timeoutMs = 300000);
+ProcessResult runCli(const std::vector<std::string>& args, int timeoutMs = 300000);   // the kvsteer executable
 
 } // namespace kvsteer::test

@@ -4,6 +4,7 @@
 #include "io/SafeTensors.h"
 
 #include <ATen/ops/randn.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,21 @@ class TestBadInput : public QObject {
     }
 
     std::string image() const { return referenceDir() + "/images/red_square_336x336.png"; }
+
+    // A copy of tiny-paligemma in tmp/<name> whose config.json is the reference's after `edit`.
+    template <typename Edit>
+    std::string paliGemmaWithConfig(const std::string& name, Edit edit) {
+        const std::string dir = tmp_.filePath(QString::fromStdString(name)).toStdString();
+        fs::copy(referencePaliGemmaDir(), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+        nlohmann::json config;
+        {
+            std::ifstream in(dir + "/config.json");
+            config = nlohmann::json::parse(in);
+        }
+        edit(config);
+        std::ofstream(dir + "/config.json", std::ios::trunc) << config.dump(2);
+        return dir;
+    }
 
     // Runs `generate` and checks: clean exit with code 1, "error:" and every phrase in stderr.
     void expectError(const std::vector<std::string>& args, const std::vector<std::string>& phrases) {
@@ -128,6 +144,27 @@ private slots:
         expectError({"--model", dir, "--prompt", "hi"}, {"num_hidden_layers", "wrong type"});
         fs::remove(dir + "/config.json");
         expectError({"--model", dir, "--prompt", "hi"}, {"config.json"});
+    }
+
+    void paliGemmaConfigThatContradictsItself() {
+        using nlohmann::json;
+        std::string dir = paliGemmaWithConfig("pg-projection", [](json& c) { c["projection_dim"] = 32; });
+        expectError({"--model", dir, "--prompt", "hi"}, {dir + "/config.json", "projection_dim 32", "text_config.hidden_size 64"});
+        dir = paliGemmaWithConfig("pg-tokens", [](json& c) { c["text_config"]["num_image_tokens"] = 576; });
+        expectError({"--model", dir, "--prompt", "hi"},
+                    {dir + "/config.json", "text_config.num_image_tokens 576", "image_size 224 / patch_size 14 gives 256"});
+        dir = paliGemmaWithConfig("pg-image-size", [](json& c) { c["vision_config"]["image_size"] = 448; });   // 32x32 = 1024 tokens
+        expectError({"--model", dir, "--prompt", "hi"}, {dir + "/config.json", "num_image_tokens 256", "gives 1024"});
+    }
+
+    void paliGemmaConfigWithAMissingOrWrongTypedField() {
+        using nlohmann::json;
+        std::string dir = paliGemmaWithConfig("pg-type", [](json& c) { c["vision_config"]["patch_size"] = "14"; });
+        expectError({"--model", dir, "--prompt", "hi"}, {dir + "/config.json", "vision_config", "'patch_size' has the wrong type (got string)"});
+        dir = paliGemmaWithConfig("pg-text-type", [](json& c) { c["text_config"] = "gemma"; });
+        expectError({"--model", dir, "--prompt", "hi"}, {dir + "/config.json", "text_config must be an object"});
+        dir = paliGemmaWithConfig("pg-no-type", [](json& c) { c.erase("model_type"); });
+        expectError({"--model", dir, "--prompt", "hi"}, {dir + "/config.json", "'model_type' is missing", "\"paligemma\""});
     }
 
     void missingTokenizer() {

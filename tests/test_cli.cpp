@@ -1,13 +1,17 @@
 // The kvsteer CLI end to end, as scripts use it: generate (--json, --dump-prefill) against the
-// reference, inspect, make-random, and extract -> steer -> sweep.
+// reference, inspect, make-random, and extract -> steer -> sweep; the same on PaliGemma (16x16
+// grid, image tokens first), vector files tied to their family and grid, --raw-prompt in every
+// command that takes --prompt, and --help everywhere.
 #include "TestSupport.h"
 #include "io/SafeTensors.h"
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/equal.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -28,6 +32,26 @@ class TestCli : public QObject {
         const ProcessResult r = runCli(args);
         if (r.exitCode != 0) throw std::runtime_error("kvsteer failed: " + r.err);
         return json::parse(r.out);
+    }
+
+    static json vectorsMetadata(const std::string& path) { return json::parse(SafeTensorsFile(path).metadata().at("kvsteer")); }
+
+    // `extract --recipe image-pair` on `model` (red square vs gradient) into tmp/<name>.
+    std::string extractPair(const std::string& model, const std::string& name, const std::vector<std::string>& extra = {}) {
+        const std::string out = tmp_.filePath(QString::fromStdString(name)).toStdString();
+        std::vector<std::string> args = {"extract", "--model", model, "--recipe", "image-pair", "--prompt", "What is shown?",
+                                         "--image-a", image(), "--image-b", other(), "--out", out};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const ProcessResult r = runCli(args);
+        if (r.exitCode != 0) throw std::runtime_error("extract failed: " + r.err);
+        return out;
+    }
+
+    // Runs kvsteer and checks exit code 1 and every phrase in stderr.
+    static void expectError(const std::vector<std::string>& args, const std::vector<std::string>& phrases) {
+        const ProcessResult r = runCli(args);
+        QVERIFY2(r.exitCode == 1, ("exit code " + std::to_string(r.exitCode) + ": " + r.err).c_str());
+        for (const auto& p : phrases) QVERIFY2(r.err.find(p) != std::string::npos, ("missing '" + p + "' in: " + r.err).c_str());
     }
 
 private slots:
@@ -116,6 +140,167 @@ private slots:
         r = runCli({"steer", "--model", referenceModelDir(), "--image", image(), "--prompt", "x", "--operator", "add"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY(r.err.find("needs --vectors") != std::string::npos);
+    }
+
+    void paliGemmaGenerateMatchesReference() {
+        std::ifstream in(referenceDir() + "/expected-paligemma/summary.json");
+        const json c = json::parse(in)["cases"][0];
+        QCOMPARE(c["name"].get<std::string>(), std::string("red_square"));
+        const json out = runJson({"generate", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt",
+                                  c["prefix"].get<std::string>(), "--max-new-tokens", "20", "--json"});
+        QCOMPARE(out["input_ids"].size(), c["input_ids_len"].get<size_t>());
+        QCOMPARE(out["generated_ids"].get<std::vector<int64_t>>(), c["greedy_ids"].get<std::vector<int64_t>>());
+    }
+
+    void paliGemmaZeroScaleEqualsUnsteered() {
+        const json out = runJson({"steer", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt", "What color is the square?",
+                                  "--operator", "scale", "--ck", "0", "--cv", "0", "--mask", "rect:0,0,15,15", "--max-new-tokens", "8", "--json"});
+        QCOMPARE(out["steered"]["ids"], out["unsteered"]["ids"]);
+        QCOMPARE(out["operator"].get<std::string>(), std::string("scale"));
+        // LLaVA's whole-grid rectangle is outside PaliGemma's grid, and the message says whose grid.
+        expectError({"steer", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt", "x", "--operator", "scale", "--mask",
+                     "rect:0,0,23,23"},
+                    {"rect:0,0,23,23 is outside the model's 16x16 grid"});
+    }
+
+    void paliGemmaExtractThenSteer() {
+        const std::string vectors = extractPair(referencePaliGemmaDir(), "pg.safetensors");
+        const json meta = vectorsMetadata(vectors);
+        QCOMPARE(meta["model_type"].get<std::string>(), std::string("paligemma"));
+        QCOMPARE(meta["grid"].get<std::vector<int>>(), (std::vector<int>{16, 16}));
+        QCOMPARE(meta["prompt_template"].get<std::string>(), std::string("<image><bos>{question}\n"));
+        const json plain = runJson({"generate", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt", "What is shown?",
+                                    "--max-new-tokens", "8", "--json"});
+        const json steered = runJson({"steer", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt", "What is shown?",
+                                      "--vectors", vectors, "--cv", "8", "--max-new-tokens", "8", "--json"});
+        QCOMPARE(steered["unsteered"]["ids"], plain["generated_ids"]);
+        QVERIFY(steered["steered"]["ids"] != plain["generated_ids"]);
+
+        // Per position: one vector per cell of the 16x16 grid; a count for another grid is refused.
+        const std::string perPos = extractPair(referencePaliGemmaDir(), "pg-pos.safetensors", {"--per-position"});
+        std::vector<NamedTensor> tensors;
+        std::map<std::string, std::string> metadata;
+        {
+            const SafeTensorsFile f(perPos);
+            QCOMPARE(f.tensor("steer.values.0").sizes().vec(), (std::vector<int64_t>{1, 256, 16}));
+            for (const auto& n : f.names()) tensors.push_back({n, n == "steer.values.1" ? f.tensor(n).narrow(1, 0, 100).clone() : f.tensor(n).clone()});
+            metadata = f.metadata();
+        }
+        const std::string cut = tmp_.filePath("pg-cut.safetensors").toStdString();
+        writeSafeTensors(cut, tensors, metadata);
+        expectError({"steer", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt", "x", "--vectors", cut},
+                    {cut, "steer.values.1", "100 positions", "16x16 grid has 256 cells"});
+    }
+
+    void vectorFilesAreTiedToTheirFamilyAndGrid() {
+        const std::string llava = extractPair(referenceModelDir(), "llava.safetensors");
+        QCOMPARE(vectorsMetadata(llava)["grid"].get<std::vector<int>>(), (std::vector<int>{24, 24}));
+        expectError({"steer", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt", "x", "--vectors", llava},
+                    {llava, "made for llava 'tiny-llava' (24x24 grid)", "the loaded model is paligemma 'tiny-paligemma' (16x16 grid)"});
+
+        // A file from before these fields (no model_type, no grid) still loads on its own model,
+        // and the config hash still refuses it elsewhere.
+        std::vector<NamedTensor> tensors;
+        json meta;
+        {
+            const SafeTensorsFile f(llava);
+            for (const auto& n : f.names()) tensors.push_back({n, f.tensor(n).clone()});
+            meta = json::parse(f.metadata().at("kvsteer"));
+        }
+        meta.erase("model_type");
+        meta.erase("grid");
+        const std::string old = tmp_.filePath("old.safetensors").toStdString();
+        writeSafeTensors(old, tensors, {{"kvsteer", meta.dump()}});
+        const ProcessResult r = runCli({"steer", "--model", referenceModelDir(), "--image", image(), "--prompt", "x", "--vectors", old,
+                                        "--max-new-tokens", "2", "--json"});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        expectError({"steer", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt", "x", "--vectors", old},
+                    {"made for model 'tiny-llava'", "config hash"});
+        // The shipped demo vectors are such a file.
+        const ProcessResult demo = runCli({"steer", "--image", referenceDir() + "/images/shapes_224x224.png", "--prompt", "What color is the circle?",
+                                           "--vectors", KVSTEER_DEMO_VECTORS,
+                                           "--max-new-tokens", "2", "--json"});
+        QVERIFY2(demo.exitCode == 0, demo.err.c_str());
+    }
+
+    void rawPromptInEveryPromptCommand() {
+        const std::string q = "What is shown?", raw = "USER: <image>\nWhat is shown? ASSISTANT:";
+        const std::vector<std::string> common = {"--model", referenceModelDir(), "--image", image(), "--operator", "scale", "--cv", "2",
+                                                 "--max-new-tokens", "6"};
+        auto steer = [&](const std::vector<std::string>& prompt) {
+            std::vector<std::string> args = {"steer"};
+            args.insert(args.end(), common.begin(), common.end());
+            args.insert(args.end(), prompt.begin(), prompt.end());
+            args.push_back("--json");
+            return runJson(args);
+        };
+        // The raw text that is LLaVA's template around the question answers the same.
+        const json templated = steer({"--prompt", q}), asIs = steer({"--raw-prompt", "--prompt", raw});
+        QCOMPARE(asIs["unsteered"]["ids"], templated["unsteered"]["ids"]);
+        QCOMPARE(asIs["steered"]["ids"], templated["steered"]["ids"]);
+
+        std::vector<std::string> sweep = {"sweep", "--raw-prompt", "--prompt", raw, "--ck", "0", "--csv"};
+        sweep.insert(sweep.end(), common.begin(), common.end());
+        const ProcessResult r = runCli(sweep);
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+
+        const std::string file = extractPair(referenceModelDir(), "raw.safetensors", {"--raw-prompt", "--prompt", raw});
+        const json meta = vectorsMetadata(file);
+        QCOMPARE(meta["prompt_template"].get<std::string>(), raw);
+        QCOMPARE(meta["recipe_inputs"]["raw_prompt"].get<bool>(), true);
+        QVERIFY(at::equal(SafeTensorsFile(file).tensor("steer.values.0"),
+                          SafeTensorsFile(extractPair(referenceModelDir(), "templated.safetensors")).tensor("steer.values.0")));
+
+        // As in generate: the raw text must hold "<image>" once.
+        expectError({"steer", "--model", referenceModelDir(), "--image", image(), "--raw-prompt", "--prompt", q}, {"exactly one \"<image>\"", "found 0"});
+        expectError({"extract", "--model", referenceModelDir(), "--recipe", "image-pair", "--raw-prompt", "--prompt", q, "--image-a", image(),
+                     "--image-b", other(), "--out", tmp_.filePath("x.safetensors").toStdString()},
+                    {"exactly one \"<image>\""});
+    }
+
+    void helpExitsZeroEverywhere() {
+        ProcessResult r = runCli({"--help"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.find("usage: kvsteer") != std::string::npos);
+        QVERIFY2(r.out.find("USER: <image>\\n{q} ASSISTANT:") != std::string::npos, r.out.c_str());   // from the registry
+        QVERIFY2(r.out.find("\"<bos>{prefix}\\n\"") != std::string::npos, r.out.c_str());
+        QVERIFY(r.out.find("wrapped in the") == std::string::npos);
+        for (const char* command : {"generate", "inspect", "extract", "steer", "sweep", "make-random", "demo-steer", "train-demo", "eval-demo",
+                                    "demo-corpus", "demo-images"}) {
+            r = runCli({command, "--help"});
+            QVERIFY2(r.exitCode == 0, (std::string(command) + ": " + r.err).c_str());
+            QVERIFY2(r.out.rfind(std::string("usage: kvsteer ") + command + " ", 0) == 0, r.out.c_str());
+            QCOMPARE(runCli({command, "-h"}).exitCode, 0);
+        }
+        r = runCli({"steer", "--help"});
+        QVERIFY(r.out.find("--raw-prompt") != std::string::npos && r.out.find("paligemma") != std::string::npos);
+        // --help as an option's value is that value, not a request for help.
+        r = runCli({"generate", "--model", referenceModelDir(), "--prompt", "--help", "--max-new-tokens", "1", "--json"});
+        QVERIFY2(r.exitCode == 0 && r.out.find("generated_ids") != std::string::npos, r.err.c_str());
+
+        r = runCli({"steer", "--bogus"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.find("kvsteer steer: unknown option --bogus") != std::string::npos, r.err.c_str());
+        QVERIFY(r.err.find("usage: kvsteer steer") != std::string::npos);
+        r = runCli({"frobnicate"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(r.err.find("unknown command 'frobnicate'") != std::string::npos);
+#ifdef KVSTEER_BENCH_PATH
+        r = runProgram(KVSTEER_BENCH_PATH, {"--help"});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        QVERIFY(r.out.rfind("usage: bench", 0) == 0);
+        r = runProgram(KVSTEER_BENCH_PATH, {"--bogus"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(r.err.find("unknown option --bogus") != std::string::npos);
+#endif
+    }
+
+    void inspectNamesFamilyGridAndTemplate() {
+        const ProcessResult r = runCli({"inspect", "--model", referencePaliGemmaDir()});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        QVERIFY2(r.out.find("type         paligemma (PaliGemma)") != std::string::npos, r.out.c_str());
+        QVERIFY2(r.out.find("16x16 = 256 patches") != std::string::npos, r.out.c_str());
+        QVERIFY2(r.out.find("prompt       <image><bos>{question}\\n\n") != std::string::npos, r.out.c_str());
     }
 };
 

@@ -50,16 +50,16 @@ const json& subObject(const json& j, const char* key, const std::string& where) 
 
 VisionConfig parseVision(const json& j, const std::string& where, VisionConfig v) {
     if (!j.is_object()) throw Error(where + ": vision_config must be an object");
-    readKey(j, "hidden_size", v.hiddenSize, where);
-    readKey(j, "intermediate_size", v.intermediateSize, where);
-    readKey(j, "num_hidden_layers", v.numLayers, where);
-    readKey(j, "num_attention_heads", v.numHeads, where);
-    readKey(j, "num_channels", v.numChannels, where);
-    readKey(j, "image_size", v.imageSize, where);
-    readKey(j, "patch_size", v.patchSize, where);
-    readKey(j, "hidden_act", v.hiddenAct, where);
-    readKey(j, "layer_norm_eps", v.layerNormEps, where);
-    const std::string w = where + " (vision_config)";
+    const std::string w = where + " (vision_config)";   // errors say which sub-config holds the field
+    readKey(j, "hidden_size", v.hiddenSize, w);
+    readKey(j, "intermediate_size", v.intermediateSize, w);
+    readKey(j, "num_hidden_layers", v.numLayers, w);
+    readKey(j, "num_attention_heads", v.numHeads, w);
+    readKey(j, "num_channels", v.numChannels, w);
+    readKey(j, "image_size", v.imageSize, w);
+    readKey(j, "patch_size", v.patchSize, w);
+    readKey(j, "hidden_act", v.hiddenAct, w);
+    readKey(j, "layer_norm_eps", v.layerNormEps, w);
     requirePositive(v.hiddenSize, "hidden_size", w);
     requirePositive(v.intermediateSize, "intermediate_size", w);
     requirePositive(v.numLayers, "num_hidden_layers", w);

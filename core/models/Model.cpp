@@ -24,10 +24,17 @@ size_t countOccurrences(const std::string& text, const std::string& what) {
 
 } // namespace
 
+PatchGrid Model::patchGrid() const {
+    if (!config_.hasVision) return {};
+    return {config_.vision.gridSize(), config_.vision.gridSize()};
+}
+
 ImageLayout Model::imageLayout(const PreprocessedImage&) const {
     ImageLayout layout;
     layout.tokens = config_.imageSeqLength();
-    layout.gridHeight = layout.gridWidth = config_.vision.gridSize();
+    const PatchGrid grid = patchGrid();
+    layout.gridHeight = grid.height;
+    layout.gridWidth = grid.width;
     // LLaVA's "full" strategy keeps CLS in front of the grid.
     layout.gridOffset = layout.tokens - config_.vision.numPatches();
     return layout;
@@ -106,8 +113,11 @@ std::string Model::describe() const {
     if (config_.hasVision) {
         o << describeVision();
         o << "image tokens " << config_.imageSeqLength() << " per image (id " << config_.imageTokenIndex << ")\n";
-        o << "prompt       " << applyTemplate("{question}", true) << "\n";
     }
+    // The template on one line: a newline in it shows as \n (PaliGemma's ends with one).
+    std::string prompt;
+    for (char c : applyTemplate("{question}", config_.hasVision)) prompt += c == '\n' ? std::string("\\n") : std::string(1, c);
+    o << "prompt       " << prompt << "\n";
     o << "text         hidden " << t.hiddenSize << ", MLP " << t.intermediateSize << " (" << (t.hiddenAct == "silu" ? "SwiGLU" : "GeGLU")
       << "), " << t.numLayers << " layers, " << t.numHeads << " heads / " << t.numKvHeads << " KV heads, head_dim " << t.headDim
       << ", vocab " << t.vocabSize << ", context " << t.maxPositionEmbeddings << ", rope_theta " << t.ropeTheta << ", rms_norm_eps "

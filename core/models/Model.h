@@ -86,6 +86,10 @@ public:
     virtual std::string positionRule() const { return "0, 1, 2, ... (the cache index)"; }
     // How a preprocessed image is laid out as tokens (default: the config's fixed square grid).
     virtual ImageLayout imageLayout(const PreprocessedImage& image) const;
+    // The grid every image gets (default: the config's image_size / patch_size, square). The
+    // families here have one grid per checkpoint; a family whose grid follows the image would
+    // override imageLayout and this together.
+    virtual PatchGrid patchGrid() const;
 
     // --- Shared by every family.
     // Prompt embeddings [1, L, D]: token embeddings with the image features written over the

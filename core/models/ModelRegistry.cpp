@@ -50,8 +50,8 @@ const ModelFamily& familyOf(const std::string& text, const std::string& where) {
 const std::vector<ModelFamily>& modelFamilies() {
     static const std::vector<ModelFamily> families = {
         {"llava", "LLaVA-1.5: CLIP 24x24 grid, \"USER: <image>\\n{q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
-        {"llama", "Llama text-only, causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
-        {"paligemma", "PaliGemma: SigLIP 16x16/32x32/64x64 grid, image tokens first, \"<bos>{prefix}\\n\", prefix-LM prompt",
+        {"llama", "Llama text-only: \"USER: {q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
+        {"paligemma", "PaliGemma: SigLIP 16x16/32x32/64x64 grid, image tokens first: \"<image>\"xN + \"<bos>{prefix}\\n\", prefix-LM prompt",
          paliGemmaConfig, loadAs<PaliGemmaModel>},
     };
     return families;

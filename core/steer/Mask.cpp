@@ -6,12 +6,14 @@
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/zeros.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 namespace kvsteer {
 
@@ -21,35 +23,62 @@ bool endsWith(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+std::string gridText(int gh, int gw) { return std::to_string(gh) + "x" + std::to_string(gw); }
+std::string shapeText(int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; }
+
+int cellIndex(const std::string& digits, const std::string& spec) {
+    try {
+        return std::stoi(digits);
+    } catch (const std::exception&) {   // more digits than an int holds
+        throw Error("mask " + spec + ": '" + digits + "' is not a grid cell index");
+    }
+}
+
 at::Tensor rectMask(const std::string& spec, int gh, int gw) {
     static const std::regex pattern(R"(rect:(\d+),(\d+),(\d+),(\d+))");
     std::smatch m;
     if (!std::regex_match(spec, m, pattern)) throw Error("mask '" + spec + "': expected rect:r0,c0,r1,c1 (grid cells, inclusive)");
-    const int r0 = std::stoi(m[1]), c0 = std::stoi(m[2]), r1 = std::stoi(m[3]), c1 = std::stoi(m[4]);
-    if (r0 > r1 || c0 > c1 || r1 >= gh || c1 >= gw)
-        throw Error("mask '" + spec + "': rectangle must satisfy r0 <= r1 < " + std::to_string(gh) + " and c0 <= c1 < " + std::to_string(gw));
+    const int r0 = cellIndex(m[1], spec), c0 = cellIndex(m[2], spec), r1 = cellIndex(m[3], spec), c1 = cellIndex(m[4], spec);
+    if (r0 > r1 || c0 > c1)
+        throw Error("mask " + spec + ": expected r0 <= r1 and c0 <= c1 (the top-left cell, then the bottom-right cell, both inclusive)");
+    if (r1 >= gh || c1 >= gw)
+        throw Error("mask " + spec + " is outside the model's " + gridText(gh, gw) + " grid (rows 0-" + std::to_string(gh - 1) +
+                    ", columns 0-" + std::to_string(gw - 1) + ")");
     at::Tensor mask = at::zeros({gh, gw});
     mask.narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1).fill_(1.0);
     return mask;
 }
 
-// Area-average a grayscale version of the image onto the grid: cell (r, c) covers rows
-// [r*H/gh, (r+1)*H/gh) and columns likewise.
+// [cells, pixels]: how much of pixel p (in pixels) lies inside cell i when `pixels` pixels are
+// spread evenly over `cells` cells. Exact area weights, so any image size maps onto any grid:
+// a pixel on a cell boundary is shared, and a grid finer than the image still gets a value.
+at::Tensor coverage(int cells, int pixels) {
+    at::Tensor w = at::zeros({cells, pixels}, at::kDouble);
+    double* out = w.data_ptr<double>();
+    for (int i = 0; i < cells; ++i) {
+        const double a = double(i) * pixels / cells, b = double(i + 1) * pixels / cells;
+        for (int p = int(std::floor(a)); p < std::min(pixels, int(std::ceil(b))); ++p)
+            out[int64_t(i) * pixels + p] = std::min(b, p + 1.0) - std::max(a, double(p));
+    }
+    return w;
+}
+
+// The grayscale image (mean of R, G, B; white = 1) area-averaged onto the grid.
 at::Tensor imageMask(const std::string& path, int gh, int gw) {
-    const ImageU8 img = loadImage(path);
-    at::Tensor mask = at::zeros({gh, gw});
-    float* out = mask.data_ptr<float>();
-    for (int r = 0; r < gh; ++r)
-        for (int c = 0; c < gw; ++c) {
-            const int y0 = int(int64_t(r) * img.height / gh), y1 = std::max(y0 + 1, int(int64_t(r + 1) * img.height / gh));
-            const int x0 = int(int64_t(c) * img.width / gw), x1 = std::max(x0 + 1, int(int64_t(c + 1) * img.width / gw));
-            double sum = 0;
-            for (int y = y0; y < y1; ++y)
-                for (int x = x0; x < x1; ++x)
-                    for (int ch = 0; ch < 3; ++ch) sum += img.at(y, x, ch);
-            out[r * gw + c] = static_cast<float>(sum / (3.0 * 255.0 * (y1 - y0) * (x1 - x0)));
-        }
-    return mask;
+    ImageU8 img = loadImage(path);
+    const at::Tensor rgb = at::from_blob(img.rgb.data(), {img.height, img.width, 3}, at::kByte);
+    const at::Tensor gray = rgb.to(at::kDouble).mean(2) / 255.0;                   // [H, W]
+    const double cellArea = (double(img.height) / gh) * (double(img.width) / gw);  // pixels per cell
+    const at::Tensor sums = at::mm(at::mm(coverage(gh, img.height), gray), coverage(gw, img.width).t());
+    return (sums / cellArea).to(at::kFloat);
+}
+
+// The shape tuple of a .npy header, as written there: "(16, 16)", "(256,)".
+std::string npyShape(const std::string& header, const std::string& path) {
+    static const std::regex pattern(R"('shape':\s*\(([^)]*)\))");
+    std::smatch m;
+    if (!std::regex_search(header, m, pattern)) throw Error("mask " + path + ": .npy header has no 'shape'");
+    return "(" + std::string(m[1]) + ")";
 }
 
 at::Tensor npyMask(const std::string& path, int gh, int gw) {
@@ -74,8 +103,10 @@ at::Tensor npyMask(const std::string& path, int gh, int gw) {
     const bool f4 = header.find("'<f4'") != std::string::npos, f8 = header.find("'<f8'") != std::string::npos;
     if (!f4 && !f8) throw Error("mask " + path + ": .npy dtype must be little-endian float32 or float64");
     if (header.find("'fortran_order': True") != std::string::npos) throw Error("mask " + path + ": Fortran-order arrays are not supported");
-    const std::string shape = "(" + std::to_string(gh) + ", " + std::to_string(gw) + ")";
-    if (header.find(shape) == std::string::npos) throw Error("mask " + path + ": expected shape " + shape);
+    const std::string expected = "(" + std::to_string(gh) + ", " + std::to_string(gw) + ")", got = npyShape(header, path);
+    if (got != expected)
+        throw Error("mask " + path + ": the array's shape is " + got + " but the model's grid is " + gridText(gh, gw) + " (expected shape " +
+                    expected + ")");
     const size_t elem = f4 ? 4 : 8, data = offset + headerLen;
     if (bytes.size() - data < size_t(gh) * gw * elem) throw Error("mask " + path + ": truncated data");
     at::Tensor raw = at::from_blob(bytes.data() + data, {gh, gw}, f4 ? at::kFloat : at::kDouble);
@@ -91,13 +122,15 @@ at::Tensor safetensorsMask(const std::string& path, int gh, int gw) {
     if (name.empty()) throw Error("mask " + path + ": expected a tensor named 'mask' or 'steer.mask'");
     at::Tensor t = file.tensor(name);
     if (t.sizes().vec() != std::vector<int64_t>{gh, gw})
-        throw Error("mask " + path + ": tensor '" + name + "' must be [" + std::to_string(gh) + ", " + std::to_string(gw) + "]");
+        throw Error("mask " + path + ": tensor '" + name + "' is " + std::string(c10::str(t.sizes())) + " but the model's grid is " +
+                    gridText(gh, gw) + " (expected " + shapeText(gh, gw) + ")");
     return t.to(at::kFloat).clone();
 }
 
 } // namespace
 
 at::Tensor loadMask(const std::string& spec, int gh, int gw) {
+    if (gh <= 0 || gw <= 0) throw Error("mask " + spec + ": the model has no image grid (" + gridText(gh, gw) + "), so there is nothing to mask");
     if (spec.rfind("rect:", 0) == 0) return rectMask(spec, gh, gw);
     if (endsWith(spec, ".npy")) return npyMask(spec, gh, gw);
     if (endsWith(spec, ".safetensors")) return safetensorsMask(spec, gh, gw);

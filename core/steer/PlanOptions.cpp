@@ -46,8 +46,7 @@ SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors
 SteeringFileInfo newVectorsFileInfo(const Model& model, const std::string& recipe, const std::string& recipeInputsJson,
                                     KeySpace keySpace) {
     SteeringFileInfo info;
-    info.modelName = model.config().name;
-    info.configHash = model.config().configHash;
+    recordModel(info, model);
     // Pre-RoPE directions only mean the same at every position through the prerope operator.
     info.operatorName = keySpace == KeySpace::PreRope ? "prerope" : "add";
     info.recipe = recipe;

@@ -33,7 +33,7 @@ SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors
                       const at::Tensor& strength, const VisualSpan& span, int numLayers);
 
 // The file info for vectors made by this program (a recipe run by `extract` or the studio):
-// the model's name and config hash, the operator for the key space, the recipe and its inputs,
+// the model's name, config hash, family and grid, the operator for the key space, the recipe and its inputs,
 // the prompt template, the version. Suggestions (ck, cv, layers) are the caller's to add.
 SteeringFileInfo newVectorsFileInfo(const Model& model, const std::string& recipe, const std::string& recipeInputsJson,
                                     KeySpace keySpace);

@@ -20,9 +20,10 @@ namespace kvsteer {
 namespace {
 
 // The prompt's cache over all but its last token (what a Session keeps as the snapshot).
-std::unique_ptr<Session> prefilled(const std::shared_ptr<const Model>& model, const std::string& question, const ImageU8* image) {
+std::unique_ptr<Session> prefilled(const std::shared_ptr<const Model>& model, const std::string& question, const ImageU8* image,
+                                   bool raw) {
     auto session = std::make_unique<Session>(model);
-    session->prefill(buildPrompt(*model, question, false, image), 1);
+    session->prefill(buildPrompt(*model, question, raw, image), 1);
     return session;
 }
 
@@ -66,8 +67,8 @@ SteeringVectors extractImagePair(std::shared_ptr<const Model> model, const std::
     c10::NoGradGuard noGrad;
     requireVision(*model);
     if (options.perPosition && options.pca) throw Error("recipe image-pair: --pca and --per-position exclude each other");
-    auto a = prefilled(model, question, &imageA);
-    auto b = prefilled(model, question, &imageB);
+    auto a = prefilled(model, question, &imageA, options.rawPrompt);
+    auto b = prefilled(model, question, &imageB, options.rawPrompt);
     SteeringVectors v = emptyVectors(*model, options.keySpace);
     for (int l = 0; l < model->config().text.numLayers; ++l)
         for (bool keys : {true, false}) {
@@ -81,7 +82,7 @@ SteeringVectors extractRegion(std::shared_ptr<const Model> model, const std::str
                               const at::Tensor& mask, const ExtractOptions& options) {
     c10::NoGradGuard noGrad;
     requireVision(*model);
-    auto s = prefilled(model, question, &image);
+    auto s = prefilled(model, question, &image, options.rawPrompt);
     const VisualSpan& span = s->snapshot().visualSpan;
     if (mask.sizes().vec() != std::vector<int64_t>{span.gridHeight, span.gridWidth})
         throw Error("recipe region: mask must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) + "]");

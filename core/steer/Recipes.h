@@ -27,6 +27,9 @@ struct ExtractOptions {
     KeySpace keySpace = KeySpace::PostRope;
     bool perPosition = false;
     bool pca = false;
+    // The image recipes' question is the whole prompt (no family template; it must contain
+    // "<image>" once), as --raw-prompt means everywhere. Text pairs are always used as is.
+    bool rawPrompt = false;
 };
 
 SteeringVectors extractImagePair(std::shared_ptr<const Model> model, const std::string& question, const ImageU8& imageA,

@@ -30,6 +30,13 @@ bool SteeringVectors::hasLayer(int layer) const {
     return layer >= 0 && layer < numLayers() && (keys[layer].defined() || values[layer].defined());
 }
 
+void recordModel(SteeringFileInfo& info, const Model& model) {
+    info.modelName = model.config().name;
+    info.configHash = model.config().configHash;
+    info.modelType = model.config().modelType;
+    info.grid = model.patchGrid();
+}
+
 void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, const SteeringFileInfo& info) {
     std::vector<NamedTensor> tensors;
     auto f32 = [](const at::Tensor& t) { return t.to(at::kCPU).to(at::kFloat).contiguous(); };
@@ -55,6 +62,10 @@ void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, c
         {"prompt_template", info.promptTemplate},
         {"kvsteer_version", info.version.empty() ? std::string(KVSTEER_VERSION) : info.version},
     };
+    if (!info.modelType.empty()) {   // the family and grid: what tells a file for another family apart
+        meta["model_type"] = info.modelType;
+        meta["grid"] = {info.grid.height, info.grid.width};
+    }
     writeSafeTensors(path, tensors, {{"kvsteer", meta.dump()}});
 }
 
@@ -68,6 +79,27 @@ T field(const json& meta, const char* key, const std::string& where) {
     } catch (const std::exception&) {
         throw Error(where + ": metadata field '" + key + "' has the wrong type");
     }
+}
+
+// "paligemma 'tiny-paligemma' (16x16 grid)": how a refusal names each side.
+std::string describeModel(const std::string& type, const std::string& name, const PatchGrid& grid) {
+    return type + " '" + name + "' (" + (grid.cells() > 0 ? grid.text() + " grid" : std::string("no image grid")) + ")";
+}
+
+// The family and grid a file records (files older than these fields record neither): refused
+// for any other family or grid before the config hash is compared, because naming the family
+// says more than two hashes.
+void checkFamily(const json& meta, SteeringFileInfo& info, const Model& model, const std::string& where) {
+    if (!meta.contains("model_type")) return;
+    info.modelType = field<std::string>(meta, "model_type", where);
+    const auto grid = field<std::vector<int>>(meta, "grid", where);
+    if (grid.size() != 2 || grid[0] < 0 || grid[1] < 0)
+        throw Error(where + ": metadata field 'grid' must be [height, width] (two non-negative integers)");
+    info.grid = {grid[0], grid[1]};
+    const ModelConfig& c = model.config();
+    if (info.modelType != c.modelType || info.grid != model.patchGrid())
+        throw Error(where + ": made for " + describeModel(info.modelType, info.modelName, info.grid) + ", the loaded model is " +
+                    describeModel(c.modelType, c.name, model.patchGrid()));
 }
 
 } // namespace
@@ -87,6 +119,7 @@ SteeringVectors loadSteeringFile(const std::string& path, const Model& model, St
     SteeringFileInfo info;
     info.modelName = field<std::string>(meta, "model", where);
     info.configHash = field<std::string>(meta, "config_hash", where);
+    checkFamily(meta, info, model, where);
     if (info.configHash != c.configHash)
         throw Error(where + ": made for model '" + info.modelName + "' (config hash " + info.configHash + "), but the loaded model is '" +
                     c.name + "' (config hash " + c.configHash + ")");
@@ -110,14 +143,18 @@ SteeringVectors loadSteeringFile(const std::string& path, const Model& model, St
     v.keys.resize(layers);
     v.values.resize(layers);
     const int64_t hkv = c.text.numKvHeads, d = c.text.headDim;
-    const int grid = c.hasVision ? c.vision.gridSize() : 0;
-    const int64_t n = int64_t(grid) * grid;
+    const PatchGrid grid = model.patchGrid();
+    const int64_t n = grid.cells();
     auto check = [&](const std::string& name) {
         at::Tensor t = file.tensor(name);
         if (t.scalar_type() != at::kFloat) throw Error(where + ": tensor '" + name + "' must be float32");
         const auto s = t.sizes().vec();
         const bool perHead = s == std::vector<int64_t>{hkv, d};
-        const bool perPos = s == std::vector<int64_t>{hkv, n, d};
+        const bool perPos = s == std::vector<int64_t>{hkv, n, d} && n > 0;
+        if (s.size() == 3 && s[0] == hkv && s[2] == d && !perPos)   // per position, for another grid
+            throw Error(where + ": tensor '" + name + "' holds " + std::to_string(s[1]) + " positions but the model's " +
+                        (n > 0 ? grid.text() + " grid has " + std::to_string(n) + " cells" : std::string("has no image grid")) +
+                        " (a per-position vector has one entry per grid cell)");
         if (!perHead && !perPos)
             throw Error(where + ": tensor '" + name + "' has shape " + std::string(c10::str(t.sizes())) + "; expected [" +
                         std::to_string(hkv) + ", " + std::to_string(d) + "] or [" + std::to_string(hkv) + ", " + std::to_string(n) +
@@ -141,8 +178,9 @@ SteeringVectors loadSteeringFile(const std::string& path, const Model& model, St
     }
     if (file.contains("steer.mask")) {
         at::Tensor m = file.tensor("steer.mask");
-        if (m.scalar_type() != at::kFloat || m.sizes().vec() != std::vector<int64_t>{grid, grid})
-            throw Error(where + ": steer.mask must be float32 [" + std::to_string(grid) + ", " + std::to_string(grid) + "]");
+        if (m.scalar_type() != at::kFloat || m.sizes().vec() != std::vector<int64_t>{grid.height, grid.width})
+            throw Error(where + ": steer.mask is " + std::string(c10::str(m.sizes())) + " but must be float32 [" +
+                        std::to_string(grid.height) + ", " + std::to_string(grid.width) + "] (the model's " + grid.text() + " grid)");
         v.mask = m.clone();
     }
     const bool anyPerPos = v.perPosition();

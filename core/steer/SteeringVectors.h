@@ -7,8 +7,12 @@
 // each position) or pre-RoPE (position-free; rotated to each position when applied).
 //
 // File: safetensors with steer.keys.<layer>, steer.values.<layer> (float32), steer.mask
-// [grid_h, grid_w] and __metadata__["kvsteer"] = JSON describing model, key space, operator,
-// coefficients, layers, head mask, recipe and its inputs, prompt template and kvsteer version.
+// [grid_h, grid_w] and __metadata__["kvsteer"] = JSON describing model, family (model_type),
+// grid, key space, operator, coefficients, layers, head mask, recipe and its inputs, prompt
+// template and kvsteer version. Files written before the family seam have no model_type and
+// grid; they still load, checked by their config hash alone.
+#include "cache/VisualSpan.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <string>
@@ -37,6 +41,8 @@ struct SteeringVectors {
 struct SteeringFileInfo {
     std::string modelName;
     std::string configHash;
+    std::string modelType;            // the family (config.json's model_type); "" = not recorded (older files)
+    PatchGrid grid;                   // the patch grid the vectors were made on; written with modelType
     std::string operatorName;         // the operator the vectors were made for (a default for `steer`)
     std::vector<double> ck, cv;       // suggested coefficients (one value or one per layer)
     std::vector<int> layers;          // suggested layers
@@ -47,11 +53,17 @@ struct SteeringFileInfo {
     std::string version;              // kvsteer version that wrote it
 };
 
+// Names `model` in `info`: its name, config hash, family and patch grid (what loading checks).
+void recordModel(SteeringFileInfo& info, const Model& model);
+
 // Writes atomically. Tensors are stored as float32 on CPU.
 void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, const SteeringFileInfo& info);
 
-// Reads and validates against `model`: the config hash, the layer count, H_kv, head_dim, the grid,
-// and every tensor's shape. Any mismatch is a kvsteer::Error naming the file and the field.
+// Reads and validates against `model`: the family and grid (when the file records them), the
+// config hash, the layer count, H_kv, head_dim, the grid (per-position entries hold one vector
+// per grid cell; steer.mask is the grid's shape), and every tensor's shape. Any mismatch is a
+// kvsteer::Error naming the file and the field; a file made for another family or grid names
+// both models.
 SteeringVectors loadSteeringFile(const std::string& path, const Model& model, SteeringFileInfo* info = nullptr);
 
 } // namespace kvsteer

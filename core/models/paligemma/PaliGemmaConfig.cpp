@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace kvsteer {
 
@@ -116,11 +117,11 @@ PaliGemmaConfig parsePaliGemmaConfig(const std::string& text, const std::string&
         throw Error(where + ": projection_dim " + std::to_string(projectionDim) + " contradicts text_config.hidden_size " +
                     std::to_string(c.text.hiddenSize) + " (the projector writes image features into the decoder's rows)");
     const int64_t patches = c.vision.numPatches();
-    for (const json* sub : {&textJson, &visionJson}) {
+    for (const auto& [sub, name] : {std::pair{&textJson, "text_config"}, std::pair{&visionJson, "vision_config"}}) {
         int64_t stated = patches;
-        readKey(*sub, "num_image_tokens", stated, where);
+        readKey(*sub, "num_image_tokens", stated, where + " (" + name + ")");
         if (stated != patches)
-            throw Error(where + ": num_image_tokens " + std::to_string(stated) + " contradicts vision_config (image_size " +
+            throw Error(where + ": " + name + ".num_image_tokens " + std::to_string(stated) + " contradicts vision_config (image_size " +
                         std::to_string(c.vision.imageSize) + " / patch_size " + std::to_string(c.vision.patchSize) + " gives " +
                         std::to_string(patches) + ")");
     }
