@@ -1,6 +1,7 @@
 // kvsteer-studio: the Qt 6 desktop studio. Options let a script set up the view (see
 // scripts/screenshot-studio.sh); with none, the studio opens the bundled demo model.
 #include "studio/MainWindow.h"
+#include "worker/Worker.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -72,8 +73,9 @@ int main(int argc, char** argv) {
     cli.addHelpOption();
     cli.addVersionOption();
     const QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")},
-                                   QStringLiteral("llava-hf model directory (default: the bundled demo model, %1).")
-                                       .arg(QStringLiteral(KVSTEER_STUDIO_DEMO_MODEL_DIR)),
+                                   QStringLiteral("Model directory in the Hugging Face layout (%1; default: the bundled demo model, %2).")
+                                       .arg(kvsteer::ui::Worker::supportedFamilies().join(QStringLiteral(", ")),
+                                            QStringLiteral(KVSTEER_STUDIO_DEMO_MODEL_DIR)),
                                    QStringLiteral("DIR"));
     const QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu or cuda[:N]."), QStringLiteral("DEVICE"));
     const QCommandLineOption dtype(QStringLiteral("dtype"), QStringLiteral("f32, f16 or bf16."), QStringLiteral("DTYPE"));

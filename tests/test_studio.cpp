@@ -30,6 +30,8 @@
 #include "widgets/TokenFlow.h"
 #include "worker/Worker.h"
 
+#include "StudioTestSupport.h"
+
 #include <qcustomplot.h>
 
 #include <QClipboard>
@@ -49,13 +51,9 @@
 
 using namespace kvsteer;
 using namespace kvsteer::ui;
+using namespace kvsteer::test;
 
 namespace {
-
-constexpr int kLoadTimeoutMs = 60000;
-constexpr int kRunTimeoutMs = 60000;
-
-QString referenceImage() { return QString::fromStdString(test::referenceDir() + "/images/red_square_336x336.png"); }
 
 QString demoModelDir() { return QStringLiteral(KVSTEER_STUDIO_DEMO_MODEL_DIR); }
 bool haveDemoModel() { return QFileInfo::exists(demoModelDir() + QStringLiteral("/config.json")); }
@@ -66,35 +64,7 @@ QString studioModelDir() {
     return haveDemoModel() ? demoModelDir() : QString::fromStdString(test::referenceModelDir());
 }
 
-StudioOptions testOptions(const QString& recovery) {
-    StudioOptions o;
-    o.modelDirectory = studioModelDir();
-    o.load.threads = 2;
-    o.loadOverride = true;
-    o.offerRecovery = false;
-    o.recoveryPath = recovery;
-    o.confirmClose = false;
-    o.useSettings = false;
-    return o;
-}
-
-// Closes every message box the studio opened; returns their texts.
-QStringList closeMessageBoxes() {
-    QStringList texts;
-    for (QWidget* w : QApplication::topLevelWidgets())
-        if (auto* box = qobject_cast<QMessageBox*>(w); box && box->isVisible()) {
-            texts << box->text();
-            box->close();
-        }
-    return texts;
-}
-
-// Drags the brush through the given cells (press on the first, move through, release on the last).
-void stroke(PatchCanvas* canvas, const QVector<QPoint>& cells, Qt::MouseButton button = Qt::LeftButton) {
-    QTest::mousePress(canvas, button, Qt::NoModifier, canvas->cellCenter(cells.front().y(), cells.front().x()).toPoint());
-    for (const QPoint& c : cells) QTest::mouseMove(canvas, canvas->cellCenter(c.y(), c.x()).toPoint());
-    QTest::mouseRelease(canvas, button, Qt::NoModifier, canvas->cellCenter(cells.back().y(), cells.back().x()).toPoint());
-}
+StudioOptions testOptions(const QString& recovery) { return studioOptions(studioModelDir(), recovery); }
 
 } // namespace
 
@@ -106,30 +76,8 @@ private:
     std::unique_ptr<MainWindow> w_;
     std::shared_ptr<Model> model_;   // the core's own view, to check exported files
 
-    // Clicks Run and waits for that run to finish.
-    static bool runAndWait(MainWindow* w, int maxTokens, RunFinished* finished = nullptr) {
-        GenerationSettings g = w->promptPanel()->generation();
-        g.maxNewTokens = maxTokens;
-        w->promptPanel()->setGeneration(g);
-        QSignalSpy done(w, &MainWindow::runDone);
-        if (!w->promptPanel()->runButton()->isEnabled()) return false;
-        QTest::mouseClick(w->promptPanel()->runButton(), Qt::LeftButton);
-        const quint64 id = w->activeRunId();
-        for (int i = 0; i < 20; ++i) {
-            if (done.isEmpty() && !done.wait(kRunTimeoutMs)) {
-                qWarning("run %llu did not finish; last error: %s", id, qPrintable(w->lastErrorText()));
-                return false;
-            }
-            while (!done.isEmpty()) {
-                const RunFinished f = done.takeFirst().at(0).value<RunFinished>();
-                if (f.runId != id) continue;   // an earlier run, superseded
-                if (finished) *finished = f;
-                return true;
-            }
-        }
-        return false;
-    }
-    bool runAndWait(int maxTokens, RunFinished* finished = nullptr) { return runAndWait(w_.get(), maxTokens, finished); }
+    // Clicks Run on this test's window and waits for that run to finish.
+    bool runAndWait(int maxTokens, RunFinished* finished = nullptr) { return test::runAndWait(w_.get(), maxTokens, finished); }
 
 private Q_SLOTS:
     void initTestCase() {
@@ -491,7 +439,7 @@ private Q_SLOTS:
 
         // The reopened session runs from where it was saved: same plan, same answers.
         RunFinished again;
-        QVERIFY(runAndWait(other.get(), 6, &again));
+        QVERIFY(test::runAndWait(other.get(), 6, &again));
         QCOMPARE(again.steeredText, f.steeredText);
         QCOMPARE(other->streamView()->text(true), f.steeredText);
         QCOMPARE(other->streamView()->text(false), f.unsteeredText);

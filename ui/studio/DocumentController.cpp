@@ -117,10 +117,14 @@ void DocumentController::apply(const SessionDocument& s, const QString& origin) 
     panes_.steering->setTextPairs(s.textPairs);
     panes_.steering->setRecipeOptions(s.preRope, s.perPosition, s.pca);
     panes_.steering->setPlanSettings(s.plan);
-    if (s.strength.rows != canvas->strength().rows || s.strength.cols != canvas->strength().cols)
-        canvas->setGridSize(s.strength.rows, s.strength.cols);
+    // The session's map as saved, then fitted to the grid of the model it will run with: the
+    // session's own model, when it is being loaded, fits it on arrival (MainWindow::onModelLoaded);
+    // otherwise the model loaded now does, here. A map made for another grid (a 24×24 LLaVA mask
+    // opened with a 16×16 PaliGemma) is resampled rather than dropped or applied to the wrong cells,
+    // and the person is told (PatchCanvas::setGridSize, SteeringController::onMaskResampled).
     canvas->applyStrength(s.strength);
     undo_->clear();
+    if (!model_->loading() && model_->info().valid()) canvas->setGridSize(model_->info().gridRows, model_->info().gridCols);
     // The Worker handles these in order: model (above), vectors, image.
     steering_->restore(s.vectorsBlob, s.vectorsOrigin);
     panes_.heatmaps->setSettings(s.heatmap);

@@ -10,8 +10,18 @@ void ErrorReporter::show(const QString& title, const QString& text) {
     last_ = text;
     ++count_;
     Q_EMIT shown(title, text);
+    openBox(QMessageBox::Warning, title, text);
+}
+
+void ErrorReporter::inform(const QString& title, const QString& text) {
+    lastNotice_ = text;
+    Q_EMIT informed(title, text);
+    openBox(QMessageBox::Information, title, text);
+}
+
+void ErrorReporter::openBox(int icon, const QString& title, const QString& text) {
     if (box_ && box_->isVisible() && box_->text() == text) return;   // no pile of identical dialogs
-    auto* box = new QMessageBox(QMessageBox::Warning, title, text, QMessageBox::Ok, window_);
+    auto* box = new QMessageBox(QMessageBox::Icon(icon), title, text, QMessageBox::Ok, window_);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->setWindowModality(Qt::WindowModal);
     box->open();   // not exec(): the studio keeps running (and streaming) behind the dialog

@@ -2,6 +2,7 @@
 
 #include "studio/StudioStatusBar.h"
 #include "widgets/Icons.h"
+#include "worker/Worker.h"
 
 #include <QMessageBox>
 
@@ -32,10 +33,14 @@ void showAbout(QWidget* parent, const ModelInfo& model) {
                             "<p>Steer a vision-language model by editing its KV cache at the image's patch tokens: "
                             "paint where, choose how, and compare the steered and unsteered answers as they stream.</p>")
                     .arg(QStringLiteral(KVSTEER_STUDIO_VERSION)));
-    box.setInformativeText(QObject::tr("LLaVA-1.5 in libtorch %1 · Qt %2 · QCustomPlot for the heatmaps.\n\n"
-                                       "Model: %3")
-                               .arg(QStringLiteral("1.13"), QString::fromLatin1(qVersion()),
-                                    model.valid() ? QStringLiteral("%1 (%2 parameters)").arg(model.name, formatCount(model.parameters))
+    box.setInformativeText(QObject::tr("%1 in libtorch %2 · Qt %3 · QCustomPlot for the heatmaps.\n\n"
+                                       "Model: %4")
+                               .arg(Worker::supportedFamilies().join(QStringLiteral(", ")), QStringLiteral("1.13"),
+                                    QString::fromLatin1(qVersion()),
+                                    model.valid() ? QObject::tr("%1 (%2, %3 parameters, %4×%5 patches)")
+                                                        .arg(model.name, model.family, formatCount(model.parameters))
+                                                        .arg(model.gridRows)
+                                                        .arg(model.gridCols)
                                                   : QObject::tr("none loaded")));
     box.exec();
 }

@@ -100,7 +100,7 @@ void MainWindow::buildPanes() {
     paintBar_->setToolButtonStyle(Qt::ToolButtonIconOnly);
     iv->addWidget(paintBar_);
     canvas_ = new PatchCanvas(undo_, imagePane);
-    iv->addWidget(canvas_, 100);   // takes the height it can use (at most its width); the rest goes below
+    iv->addWidget(canvas_, 100);   // the height the image needs at this width, at most; the rest goes below
     prompt_ = new PromptPanel(imagePane);
     prompt_->setExamples(demoQuestions());
     iv->addWidget(prompt_);
@@ -261,6 +261,11 @@ void MainWindow::wireControllers() {
     connect(models_, &ModelController::loadCancelled, this, [this](const QString& dir) {
         status_->message(tr("Loading %1 was cancelled").arg(QDir(dir).dirName()), 5000);
     });
+    // A session's map may wait on the grid of a model that did not come: the one loaded runs it.
+    for (auto ended : {&ModelController::loadFailed, &ModelController::loadCancelled})
+        connect(models_, ended, this, [this] {
+            if (models_->info().valid()) canvas_->setGridSize(models_->info().gridRows, models_->info().gridCols);
+        });
 
     // A new image stops the run (its answers belong to the old image), not a model load in flight.
     connect(images_, &ImageController::aboutToOpen, runs_, &RunController::stop);
@@ -303,9 +308,10 @@ void MainWindow::wireControllers() {
 
 void MainWindow::onModelLoaded(const ModelInfo& info) {
     runs_->forgetRun();
-    canvas_->setGridSize(info.gridRows, info.gridCols);
+    canvas_->setGridSize(info.gridRows, info.gridCols);   // a painted map of another grid is resampled (and said so)
     steering_->setModel(info.layers, info.kvHeads);
-    heatmaps_->setModel(info.layers, info.kvHeads);
+    heatmaps_->setModel(info.layers, info.kvHeads, info.gridRows, info.gridCols);
+    prompt_->setTemplate(info.family, info.promptTemplate);
     streams_->clear();
     settings_->addRecent(StudioSettings::Recent::Models, info.directory);
     status_->message(tr("Loaded %1 in %2 s").arg(info.name).arg(info.loadMs / 1000.0, 0, 'f', 1), 5000);
@@ -317,6 +323,7 @@ void MainWindow::onModelLoaded(const ModelInfo& info) {
 }
 
 void MainWindow::onImageShown(const ImageInfo& info, bool newImage) {
+    if (info.gridRows > 0) canvas_->setGridSize(info.gridRows, info.gridCols);   // the grid this image is laid out on
     canvas_->setImage(info.crop, info.name);
     imageHeader_->setText(tr("<b>%1</b> <span style='color:#8a929c'>%2×%3 → %4×%5 as the model sees it · %6×%7 patches</span>")
                               .arg(info.name.toHtmlEscaped())
@@ -391,6 +398,7 @@ quint64 MainWindow::activeRunId() const { return runs_->activeRunId(); }
 const RunStarted& MainWindow::lastRunStarted() const { return runs_->lastStarted(); }
 const VectorsInfo& MainWindow::vectors() const { return steeringCtl_->vectors(); }
 QString MainWindow::lastErrorText() const { return errors_->lastText(); }
+QString MainWindow::lastNoticeText() const { return errors_->lastNotice(); }
 int MainWindow::errorCount() const { return errors_->count(); }
 QString MainWindow::recoveryPath() const { return document_->recoveryPath(); }
 QByteArray MainWindow::imageBytes() const { return images_->bytes(); }

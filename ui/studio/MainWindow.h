@@ -62,6 +62,7 @@ public:
     const RunStarted& lastRunStarted() const;
     const VectorsInfo& vectors() const;
     QString lastErrorText() const;
+    QString lastNoticeText() const;   // the last notice (e.g. a mask resampled onto the model's grid)
     int errorCount() const;
     QString recoveryPath() const;
     QByteArray imageBytes() const;

@@ -59,9 +59,9 @@ void ModelController::onFailed(const QString& directory, const QString& message)
     loading_ = false;
     Q_EMIT stateChanged();
     errors_->show(tr("Cannot load model"),
-                  tr("The model in %1 could not be loaded.\n\n%2\n\nChoose a llava-hf model directory (config.json, "
-                     "model*.safetensors, tokenizer.model) with File → Open Model Directory…")
-                      .arg(QDir::toNativeSeparators(directory), message));
+                  tr("The model in %1 could not be loaded.\n\n%2\n\nChoose a model directory in the Hugging Face layout "
+                     "(%3: config.json, model*.safetensors, tokenizer) with File → Open Model Directory…")
+                      .arg(QDir::toNativeSeparators(directory), message, Worker::supportedFamilies().join(QStringLiteral(", "))));
     Q_EMIT loadFailed(directory);
 }
 

@@ -163,7 +163,9 @@ bool SessionFile::fromJson(const QByteArray& json, SessionDocument* out, QString
     s.generation.stopAtEos = g.value(QStringLiteral("stop_at_eos")).toBool(true);
 
     const QJsonObject st = root.value(QStringLiteral("strength")).toObject();
-    const int rows = st.value(QStringLiteral("rows")).toInt(24), cols = st.value(QStringLiteral("cols")).toInt(24);
+    // The map keeps the grid it was painted on; a model of another grid resamples it when the
+    // session is applied (DocumentController::apply).
+    const int rows = st.value(QStringLiteral("rows")).toInt(0), cols = st.value(QStringLiteral("cols")).toInt(0);
     const QJsonArray values = st.value(QStringLiteral("values")).toArray();
     if (rows <= 0 || cols <= 0 || rows > 1024 || cols > 1024 || values.size() != rows * cols) {
         *error = QObject::tr("its strength map is malformed (%1×%2 with %3 values)").arg(rows).arg(cols).arg(values.size());

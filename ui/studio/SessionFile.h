@@ -3,7 +3,8 @@
 // decoding settings, the painted map, the plan settings, the vector recipe inputs, the steering
 // vectors (the core's safetensors file, embedded), the two answers with their top-5s, and the
 // heatmap view. JSON, binary parts base64-encoded; written atomically with QSaveFile. The same
-// format is the crash-recovery file.
+// format is the crash-recovery file. The painted map is stored with its own rows × cols, so a
+// session opened with a model of another grid knows what it holds (DocumentController resamples it).
 #include "types/StudioTypes.h"
 
 #include <QByteArray>

@@ -11,6 +11,7 @@
 #include "widgets/PromptPanel.h"
 #include "widgets/SteeringPanel.h"
 #include "widgets/StreamView.h"
+#include "worker/Worker.h"
 
 #include <QDir>
 #include <QFile>
@@ -105,8 +106,8 @@ void StartupSequence::showNoModel(const QString& demoDir) {
     p_.status->message(tr("No model loaded — File → Open Model Directory…"));
     auto* box = new QMessageBox(QMessageBox::Information, tr("No model"),
                                 tr("The bundled demo model is not installed (expected in %1).\n\n"
-                                   "Open a LLaVA model directory in the llava-hf layout with File → Open Model Directory…")
-                                    .arg(QDir::toNativeSeparators(demoDir)),
+                                   "Open a model directory in the Hugging Face layout (%2) with File → Open Model Directory…")
+                                    .arg(QDir::toNativeSeparators(demoDir), Worker::supportedFamilies().join(QStringLiteral(", "))),
                                 QMessageBox::Close, p_.window);
     QPushButton* open = box->addButton(tr("Open Model Directory…"), QMessageBox::AcceptRole);
     connect(open, &QPushButton::clicked, p_.models, &ModelController::openDialog);

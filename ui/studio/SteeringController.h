@@ -2,7 +2,8 @@
 // SteeringController: the steering vectors the Worker holds and the files around them — computing
 // them with a recipe (refused here, before any work, when the recipe cannot run), importing and
 // exporting vector files, restoring a session's vectors, importing and exporting the painted
-// mask, loading text pairs and choosing the image to steer toward.
+// mask (and saying so when a painted mask was resampled onto another model's grid), loading text
+// pairs and choosing the image to steer toward.
 #include "types/StudioTypes.h"
 
 #include <QObject>
@@ -67,6 +68,7 @@ Q_SIGNALS:
 
 private:
     void onCleared();
+    void onMaskResampled(int fromRows, int fromCols, int toRows, int toCols);
     void onFailed(const QString& title, const QString& message);
 
     ErrorReporter* errors_;

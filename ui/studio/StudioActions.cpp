@@ -3,6 +3,7 @@
 #include "studio/HelpDialogs.h"
 #include "widgets/Icons.h"
 #include "widgets/PatchCanvas.h"
+#include "worker/Worker.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -78,13 +79,20 @@ void StudioActions::buildPaintBar(QToolBar* bar, PatchCanvas* canvas) {
 
     bar->addSeparator();
     bar->addWidget(new QLabel(tr(" Size "), bar));
+    // The brush is measured in grid cells (patches), whatever the grid: say so on the box.
     auto* size = new QSpinBox(bar);
-    size->setRange(1, 16);
+    size->setRange(1, int(canvas->maxBrushSize()));
     size->setValue(int(canvas->brushSize()));
-    size->setToolTip(tr("Brush diameter in patches ([ and ] change it)"));
+    auto showUnit = [size](int v) { size->setSuffix(v == 1 ? tr(" cell") : tr(" cells")); };
+    showUnit(size->value());
+    size->setToolTip(tr("Brush diameter in grid cells (patches); [ and ] change it"));
     bar->addWidget(size);
-    connect(size, qOverload<int>(&QSpinBox::valueChanged), canvas, [canvas](int v) { canvas->setBrushSize(v); });
+    connect(size, qOverload<int>(&QSpinBox::valueChanged), canvas, [canvas, showUnit](int v) {
+        showUnit(v);
+        canvas->setBrushSize(v);
+    });
     connect(canvas, &PatchCanvas::brushSizeChanged, size, [size](double v) { size->setValue(int(v)); });
+    connect(canvas, &PatchCanvas::gridSizeChanged, size, [size, canvas] { size->setMaximum(int(canvas->maxBrushSize())); });
     bar->addWidget(new QLabel(tr("  Strength "), bar));
     auto* strength = new QSlider(Qt::Horizontal, bar);
     strength->setRange(5, 100);
@@ -111,10 +119,16 @@ void StudioActions::buildPaintBar(QToolBar* bar, PatchCanvas* canvas) {
     auto* clear = add(icons::Id::Clear, tr("Clear"), QKeySequence(Qt::Key_Delete), tr("Erase the whole mask"), [canvas] { canvas->clearAll(); });
     auto* invert = add(icons::Id::Invert, tr("Invert"), QKeySequence(tr("Ctrl+Shift+I")), tr("Swap painted and unpainted patches"),
                        [canvas] { canvas->invert(); });
-    grid = add(icons::Id::Grid, tr("Show Patch Grid"), QKeySequence(Qt::Key_G), tr("Show the 24×24 visual-token grid"),
-               [canvas](bool on) { canvas->setGridVisible(on); });
+    grid = add(icons::Id::Grid, tr("Show Patch Grid"), QKeySequence(Qt::Key_G), QString(), [canvas](bool on) { canvas->setGridVisible(on); });
     grid->setCheckable(true);
     grid->setChecked(canvas->gridVisible());
+    auto describeGrid = [this](int rows, int cols) {
+        const QString tip = tr("Show the model's %1×%2 visual-token grid (thinned when the cells are small)").arg(rows).arg(cols);
+        grid->setStatusTip(tip);
+        grid->setToolTip(QStringLiteral("%1 (%2)").arg(tip, grid->shortcut().toString(QKeySequence::NativeText)));
+    };
+    describeGrid(canvas->gridRows(), canvas->gridCols());
+    connect(canvas, &PatchCanvas::gridSizeChanged, this, describeGrid);
     editActions_ = {fill, clear, invert};
     needsImage_ << fill << clear << invert;
 }
@@ -134,7 +148,8 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
     recentImages_ = file->addMenu(tr("Recent &Images"));
     file->addSeparator();
     openModel = item(file, icons::Id::OpenModel, true, tr("Open &Model Directory…"), QKeySequence(tr("Ctrl+Shift+O")),
-                     tr("Load a llava-hf model directory (config.json, safetensors, tokenizer.model)"));
+                     tr("Load a model directory in the Hugging Face layout (%1): config.json, safetensors, tokenizer")
+                         .arg(Worker::supportedFamilies().join(QStringLiteral(", "))));
     recentModels_ = file->addMenu(tr("Recent Mo&dels"));
     file->addSeparator();
     openSession = item(file, icons::Id::OpenSession, true, tr("Open &Session…"), QKeySequence(tr("Ctrl+Alt+O")),
@@ -175,9 +190,9 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
     QMenu* paint = window->menuBar()->addMenu(tr("&Paint"));
     paint->addActions({brush_, eraser_, rectangle_});
     paint->addSeparator();
-    connect(item(paint, icons::Id::Brush, false, tr("Larger Brush"), QKeySequence(Qt::Key_BracketRight), tr("Brush one patch wider")),
+    connect(item(paint, icons::Id::Brush, false, tr("Larger Brush"), QKeySequence(Qt::Key_BracketRight), tr("Brush one cell wider")),
             &QAction::triggered, canvas, [canvas] { canvas->setBrushSize(canvas->brushSize() + 1); });
-    connect(item(paint, icons::Id::Brush, false, tr("Smaller Brush"), QKeySequence(Qt::Key_BracketLeft), tr("Brush one patch narrower")),
+    connect(item(paint, icons::Id::Brush, false, tr("Smaller Brush"), QKeySequence(Qt::Key_BracketLeft), tr("Brush one cell narrower")),
             &QAction::triggered, canvas, [canvas] { canvas->setBrushSize(canvas->brushSize() - 1); });
     paint->addSeparator();
     paint->addAction(grid);

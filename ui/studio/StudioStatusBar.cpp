@@ -71,7 +71,11 @@ void StudioStatusBar::showModel(const ModelInfo& model, bool loading, const QStr
     if (loading) {
         model_->setText(tr("Loading %1…").arg(QDir(loadingDirectory).dirName()));
     } else if (model.valid()) {
-        model_->setText(tr("<b>%1</b> · %2 params · %3 layers").arg(model.name.toHtmlEscaped(), formatCount(model.parameters)).arg(model.layers));
+        model_->setText(tr("<b>%1</b> · %2 · %3 params · %4 layers · %5×%6 patches")
+                            .arg(model.name.toHtmlEscaped(), model.family.toHtmlEscaped(), formatCount(model.parameters))
+                            .arg(model.layers)
+                            .arg(model.gridRows)
+                            .arg(model.gridCols));
         model_->setToolTip(QDir::toNativeSeparators(model.directory));
     } else {
         model_->setText(tr("<span style='color:#b3261e'>No model</span> — File → Open Model Directory…"));

@@ -1,7 +1,9 @@
 #pragma once
-// StrengthGrid: the painted steering strength over the visual-token grid (24×24 for
-// LLaVA-1.5), row-major: cell (r, c) is visual token r * cols + c. This is exactly the plan's
-// strength map: the Worker copies it value for value into SteeringPlan::strength.
+// StrengthGrid: the painted steering strength over the model's visual-token grid (24×24 for
+// LLaVA-1.5 at 336 px, 16×16 / 32×32 / 64×64 for PaliGemma; any rows × cols), row-major: cell
+// (r, c) is visual token r * cols + c. This is exactly the plan's strength map: the Worker copies
+// it value for value into SteeringPlan::strength. The default 24×24 is only a placeholder until a
+// model says its grid.
 #include <QMetaType>
 #include <QVector>
 

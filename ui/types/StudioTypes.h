@@ -24,6 +24,8 @@ struct LoadSettings {
 struct ModelInfo {
     QString directory;
     QString name;
+    QString family;                  // the family that read the directory: "LLaVA-1.5", "PaliGemma", ...
+    QString promptTemplate;          // the family's prompt around "{question}" with an image (Model::applyTemplate)
     QString dtype;
     QString device;
     QString configHash;
@@ -33,10 +35,12 @@ struct ModelInfo {
     int kvHeads = 0;
     int headDim = 0;
     int hidden = 0;
-    int gridRows = 24;
-    int gridCols = 24;
-    int cropWidth = 336;
-    int cropHeight = 336;
+    // The patch grid and the processor's output size for an image at the processor's own size
+    // (an opened image's grid comes with its ImageInfo); 0 until a model is loaded.
+    int gridRows = 0;
+    int gridCols = 0;
+    int cropWidth = 0;
+    int cropHeight = 0;
     qint64 parameters = 0;
     qint64 vocab = 0;
     double loadMs = 0;
@@ -48,9 +52,11 @@ struct ModelInfo {
 struct ImageInfo {
     quint64 id = 0;
     QString name;            // file name or "pasted image"
-    QImage crop;             // what the model sees: resized + center-cropped, RGB888
+    QImage crop;             // what the model sees: its processor's resize (and crop), RGB888
     int originalWidth = 0;
     int originalHeight = 0;
+    int gridRows = 0;        // the image's patch grid under the loaded model (0 before a model)
+    int gridCols = 0;
 };
 
 // ---- steering plan -----------------------------------------------------------------------

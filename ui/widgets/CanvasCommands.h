@@ -1,6 +1,6 @@
 #pragma once
-// Undo commands for the painted strength map. Each holds the whole map before and after (576
-// floats for LLaVA-1.5), so undo and redo restore it exactly.
+// Undo commands for the painted strength map. Each holds the whole map before and after (rows ×
+// cols floats: 576 for LLaVA-1.5, 4096 for a 64×64 PaliGemma), so undo and redo restore it exactly.
 #include "types/StrengthGrid.h"
 
 #include <QUndoCommand>

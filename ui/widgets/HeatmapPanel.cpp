@@ -137,16 +137,14 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
         a->setTickLabelFont(QFont(font().family(), std::max(7, int(font().pointSizeF() - 1))));
     }
     detail_->yAxis->setRangeReversed(true);
-    detail_->xAxis->setRange(-0.5, 23.5);
-    detail_->yAxis->setRange(-0.5, 23.5);
     detail_->xAxis->setLabel(tr("column"));
     detail_->yAxis->setLabel(tr("row"));
     detail_->xAxis->setLabelFont(font());
     detail_->yAxis->setLabelFont(font());
     QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
-    ticker->setTickStep(4);
     detail_->xAxis->setTicker(ticker);
     detail_->yAxis->setTicker(ticker);
+    fitDetailAxes();
     detailMap_ = new QCPColorMap(detail_->xAxis, detail_->yAxis);
     detailMap_->setInterpolate(false);
     detailMap_->setTightBoundary(false);
@@ -159,19 +157,21 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     marker_->setPen(QPen(QColor(0x00, 0xB4, 0xD8), 2.5));
     marker_->setBrush(Qt::NoBrush);
     marker_->setVisible(false);
-    // Square cells in the large map: pad the plot layout so the axis rect itself is square.
+    // Square cells in the large map: pad the plot layout so the axis rect has the grid's shape.
     connect(detail_, &QCustomPlot::afterLayout, this, [this] {
         QCPAxisRect* r = detail_->axisRect();
         const QMargins m = body_->margins();
         const int w0 = r->width() + m.left() + m.right(), h0 = r->height() + m.top() + m.bottom();   // unpadded
-        const int padH = std::max(0, w0 - h0), padV = std::max(0, h0 - w0);
+        const double aspect = double(gridRows()) / std::max(1, gridCols());   // height over width
+        const int w = std::min(w0, int(h0 / aspect)), h = std::min(h0, int(w0 * aspect));
+        const int padH = std::max(0, w0 - w), padV = std::max(0, h0 - h);
         const QMargins want(padH / 2, 0, padH - padH / 2, padV);
         if (want == m) return;
         body_->setMargins(want);
         QTimer::singleShot(0, detail_, [this] { detail_->replot(); });
     });
     connect(multiples_, &QCustomPlot::afterLayout, this, [this] {
-        for (QCPAxisRect* r : rects_) squareCells(r, data_.valid() ? data_.rows : 24, data_.valid() ? data_.cols : 24);
+        for (QCPAxisRect* r : rects_) squareCells(r, gridRows(), gridCols());
     });
 
     multiples_->installEventFilter(this);
@@ -210,7 +210,12 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     clear();
 }
 
-void HeatmapPanel::setModel(int layers, int kvHeads) {
+void HeatmapPanel::setModel(int layers, int kvHeads, int gridRows, int gridCols) {
+    if (gridRows > 0 && gridCols > 0 && (gridRows != gridRows_ || gridCols != gridCols_)) {
+        gridRows_ = gridRows;
+        gridCols_ = gridCols;
+        clear();   // maps of the old grid say nothing about this one
+    }
     blockSignals_ = true;
     const int previousHead = head_->currentData().isValid() ? head_->currentData().toInt() : -1;
     head_->clear();
@@ -251,6 +256,7 @@ void HeatmapPanel::clear() {
     pending_ = false;
     rebuildMultiples(0);   // a placeholder until data arrives
     detailMap_->setVisible(false);
+    fitDetailAxes();
     scale_->setDataRange(QCPRange(0, 1));
     detailTitle_->setText(layers_ > 0 ? tr("Layer %1").arg(selected_) : tr("No model loaded"));
     marker_->setVisible(false);
@@ -312,7 +318,7 @@ void HeatmapPanel::rebuildMultiples(int layers) {
 }
 
 void HeatmapPanel::styleFrames() {
-    const int rows = std::max(1, data_.valid() ? data_.rows : 24), cols = std::max(1, data_.valid() ? data_.cols : 24);
+    const int rows = std::max(1, gridRows()), cols = std::max(1, gridCols());
     for (int l = 0; l < frames_.size(); ++l) {
         const bool sel = l == selected_;
         frames_[l]->topLeft->setCoords(-0.5, -0.5);
@@ -387,8 +393,7 @@ void HeatmapPanel::refreshDetail() {
     QCPColorMap* src = maps_[l];
     *detailMap_->data() = *src->data();
     detailMap_->setVisible(true);
-    detail_->xAxis->setRange(-0.5, data_.cols - 0.5);
-    detail_->yAxis->setRange(-0.5, data_.rows - 0.5);
+    fitDetailAxes();
     detailMap_->setGradient(src->gradient());
     detailMap_->setDataRange(src->dataRange());
     scale_->setGradient(src->gradient());
@@ -402,6 +407,17 @@ void HeatmapPanel::refreshDetail() {
         marker_->setVisible(false);
     }
     detail_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// The large map's axes span the grid, with about eight labelled ticks whatever its size (every
+// 2nd row of 16, every 4th of 24, every 8th of 64).
+void HeatmapPanel::fitDetailAxes() {
+    const int rows = std::max(1, gridRows()), cols = std::max(1, gridCols());
+    detail_->xAxis->setRange(-0.5, cols - 0.5);
+    detail_->yAxis->setRange(-0.5, rows - 0.5);
+    int step = 1;
+    while (std::max(rows, cols) / step > 8) step *= 2;
+    for (QCPAxis* a : {detail_->xAxis, detail_->yAxis}) qSharedPointerCast<QCPAxisTickerFixed>(a->ticker())->setTickStep(step);
 }
 
 void HeatmapPanel::updateCaption() {

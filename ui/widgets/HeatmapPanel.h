@@ -29,7 +29,11 @@ class HeatmapPanel : public QWidget {
 public:
     explicit HeatmapPanel(QWidget* parent = nullptr);
 
-    void setModel(int layers, int kvHeads);
+    // The model's layers, KV heads and patch grid (any rows × cols; the grid shapes the plots
+    // until data arrives, which then brings its own).
+    void setModel(int layers, int kvHeads, int gridRows = 0, int gridCols = 0);
+    int gridRows() const { return data_.valid() ? data_.rows : gridRows_; }
+    int gridCols() const { return data_.valid() ? data_.cols : gridCols_; }
     HeatmapSettings settings() const;
     void setSettings(const HeatmapSettings& s);
     int selectedLayer() const { return selected_; }
@@ -60,6 +64,7 @@ private:
     void rebuildMultiples(int layers);
     void styleFrames();
     void applyData();
+    void fitDetailAxes();
     void refreshDetail();
     void updateCaption();
     void onMultiplesMove(QMouseEvent* event);
@@ -96,6 +101,7 @@ private:
     // other layers), off for the cache statistics (their layers compare on one scale).
     QVector<bool> perLayer_ = {false, false, false, false, false, true};
     int kvHeads_ = 0;
+    int gridRows_ = 24, gridCols_ = 24;   // a placeholder until a model is loaded
     int selected_ = 0;
     int updates_ = 0;
     int markRow_ = -1, markCol_ = -1;

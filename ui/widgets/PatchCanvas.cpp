@@ -1,6 +1,7 @@
 #include "PatchCanvas.h"
 
 #include "CanvasCommands.h"
+#include "types/StrengthGridResample.h"
 
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -54,7 +55,7 @@ PatchCanvas::PatchCanvas(QUndoStack* undoStack, QWidget* parent) : QWidget(paren
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
     setToolTip(tr("Paint where the plan should steer.\n"
                   "Left drag: paint with the current tool · Right drag: erase\n"
-                  "Ctrl+wheel or [ ]: brush size · Drop or paste an image to open it"));
+                  "Ctrl+wheel or [ ]: brush size, in grid cells · Drop or paste an image to open it"));
     coverage_ = QVector<float>(strength_.size(), 0.0f);
 }
 
@@ -63,29 +64,43 @@ PatchCanvas::PatchCanvas(QUndoStack* undoStack, QWidget* parent) : QWidget(paren
 void PatchCanvas::setImage(const QImage& crop, const QString& name) {
     image_ = crop;
     imageName_ = name;
+    updateHeightCap();
     update();
 }
 
 void PatchCanvas::clearImage() {
     image_ = QImage();
     imageName_.clear();
+    updateHeightCap();
     update();
 }
 
 void PatchCanvas::setGridSize(int rows, int cols) {
-    if (rows == strength_.rows && cols == strength_.cols) return;
-    strength_ = StrengthGrid(rows, cols);
+    if (rows <= 0 || cols <= 0 || (rows == strength_.rows && cols == strength_.cols)) return;
+    const StrengthGrid old = strength_;
+    if (editing_) endEdit();   // a stroke in progress belongs to the old grid: finish it first
+    strength_ = resampleStrength(strength_, rows, cols);
     coverage_ = QVector<float>(strength_.size(), 0.0f);
     highlightRow_ = highlightCol_ = -1;
     if (undo_) undo_->clear();
+    setBrushSize(brushSize_);   // clamped to the new grid's largest brush
+    updateHeightCap();
     update();
+    Q_EMIT gridSizeChanged(rows, cols);
+    if (!old.isZero()) Q_EMIT mapResampled(old.rows, old.cols, rows, cols);
     Q_EMIT strengthChanged(strength_);
 }
 
 void PatchCanvas::applyStrength(const StrengthGrid& grid) {
     if (grid == strength_) return;
-    if (grid.rows != strength_.rows || grid.cols != strength_.cols) coverage_ = QVector<float>(grid.size(), 0.0f);
+    const bool resized = grid.rows != strength_.rows || grid.cols != strength_.cols;
     strength_ = grid;
+    if (resized) {   // e.g. a session's map, before it is fitted to the model's grid
+        coverage_ = QVector<float>(grid.size(), 0.0f);
+        highlightRow_ = highlightCol_ = -1;
+        updateHeightCap();
+        Q_EMIT gridSizeChanged(grid.rows, grid.cols);
+    }
     update();
     Q_EMIT strengthChanged(strength_);
 }
@@ -128,8 +143,10 @@ void PatchCanvas::setTool(Tool tool) {
     Q_EMIT toolChanged(tool);
 }
 
+double PatchCanvas::maxBrushSize() const { return std::max(16, std::max(strength_.rows, strength_.cols) / 2); }
+
 void PatchCanvas::setBrushSize(double cells) {
-    cells = std::clamp(cells, 1.0, 16.0);
+    cells = std::clamp(cells, 1.0, maxBrushSize());
     if (cells == brushSize_) return;
     brushSize_ = cells;
     update();
@@ -159,7 +176,8 @@ void PatchCanvas::highlightCell(int row, int col) {
 // ---- geometry ----------------------------------------------------------------------------------
 
 QRectF PatchCanvas::imageRect() const {
-    const QSizeF img = image_.isNull() ? QSizeF(336, 336) : QSizeF(image_.size());
+    // Without an image, the empty state takes the grid's shape.
+    const QSizeF img = image_.isNull() ? QSizeF(strength_.cols, strength_.rows) : QSizeF(image_.size());
     const QRectF area = QRectF(rect()).adjusted(kMargin, kMargin, -kMargin, -kMargin);
     const qreal scale = std::max<qreal>(0.01, std::min(area.width() / img.width(), area.height() / img.height()));
     const QSizeF s = img * scale;
@@ -170,6 +188,19 @@ QRectF PatchCanvas::imageRect() const {
 QPointF PatchCanvas::cellCenter(int row, int col) const {
     const QRectF r = imageRect();
     return {r.left() + (col + 0.5) * r.width() / strength_.cols, r.top() + (row + 0.5) * r.height() / strength_.rows};
+}
+
+QSizeF PatchCanvas::cellSize() const {
+    const QRectF r = imageRect();
+    return {r.width() / strength_.cols, r.height() / strength_.rows};
+}
+
+int PatchCanvas::gridLineStep() const {
+    const QSizeF cell = cellSize();
+    const qreal pitch = std::min(cell.width(), cell.height());
+    for (int step = 1; step <= 16; step *= 2)
+        if (step * pitch >= kMinLinePitch) return step;
+    return 0;
 }
 
 QPointF PatchCanvas::toCells(const QPointF& pos) const {
@@ -374,9 +405,15 @@ void PatchCanvas::dropEvent(QDropEvent* event) {
 
 void PatchCanvas::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
-    // The image is square: never take more height than width, so what lies below stays close.
-    const int cap = width();
-    if (maximumHeight() != cap) setMaximumHeight(cap);
+    updateHeightCap();
+}
+
+// Never take more height than the image needs at the full width, so what lies below stays close.
+void PatchCanvas::updateHeightCap() {
+    const QSizeF img = image_.isNull() ? QSizeF(strength_.cols, strength_.rows) : QSizeF(image_.size());
+    const qreal aspect = img.width() > 0 ? img.height() / img.width() : 1.0;
+    const int cap = int(std::ceil((width() - 2 * kMargin) * aspect + 2 * kMargin));
+    if (maximumHeight() != cap) setMaximumHeight(std::max(cap, minimumSizeHint().height()));
 }
 
 void PatchCanvas::paintEmptyState(QPainter& p) {
@@ -394,6 +431,18 @@ void PatchCanvas::paintEmptyState(QPainter& p) {
     p.setFont(font());
     p.drawText(r.adjusted(24, r.height() * 0.12, -24, 0), Qt::AlignCenter | Qt::TextWordWrap,
                tr("Drop an image here, paste one (Ctrl+V)\nor use File → Open Image… (Ctrl+O)"));
+}
+
+void PatchCanvas::paintGridLines(QPainter& p, const QRectF& r) {
+    const qreal cw = r.width() / strength_.cols, ch = r.height() / strength_.rows;
+    p.setPen(QPen(QColor(120, 120, 120, 95), 0));
+    const int step = gridLineStep();
+    // Every step-th line, counted from the top-left corner; the outline always.
+    auto drawn = [step](int i, int n) { return i == 0 || i == n || (step > 0 && i % step == 0); };
+    for (int i = 0; i <= strength_.cols; ++i)
+        if (drawn(i, strength_.cols)) p.drawLine(QPointF(r.left() + i * cw, r.top()), QPointF(r.left() + i * cw, r.bottom()));
+    for (int i = 0; i <= strength_.rows; ++i)
+        if (drawn(i, strength_.rows)) p.drawLine(QPointF(r.left(), r.top() + i * ch), QPointF(r.right(), r.top() + i * ch));
 }
 
 void PatchCanvas::paintEvent(QPaintEvent*) {
@@ -430,13 +479,7 @@ void PatchCanvas::paintEvent(QPaintEvent*) {
             p.fillRect(cellRect(row, col), c);
         }
 
-    // Grid.
-    if (gridVisible_) {
-        QPen gp(QColor(120, 120, 120, 95), 0);
-        p.setPen(gp);
-        for (int i = 0; i <= strength_.cols; ++i) p.drawLine(QPointF(r.left() + i * cw, r.top()), QPointF(r.left() + i * cw, r.bottom()));
-        for (int i = 0; i <= strength_.rows; ++i) p.drawLine(QPointF(r.left(), r.top() + i * ch), QPointF(r.right(), r.top() + i * ch));
-    }
+    if (gridVisible_) paintGridLines(p, r);
 
     // Outline of the painted region.
     QPen edge(kPaint.darker(115), 2);

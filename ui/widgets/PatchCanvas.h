@@ -1,11 +1,13 @@
 #pragma once
-// PatchCanvas: the image exactly as the model sees it (the resized, center-cropped square), the
-// visual-token grid over it, and the painted steering strength as a translucent overlay.
+// PatchCanvas: the image exactly as the model sees it (its processor's resize and crop), the
+// visual-token grid over it — any rows × cols, from LLaVA's 24×24 to PaliGemma's 64×64 — and the
+// painted steering strength as a translucent overlay.
 //
 // The strength map is the plan's map: cell (r, c) of strength() is what the Worker puts in
 // SteeringPlan::strength for visual token r * cols + c. Brush (with tablet pressure), eraser and
 // rectangle tools, fill / clear / invert; every edit is one QUndoCommand on the shared stack.
-// Right-dragging erases with any tool. Images can be dropped on the canvas.
+// Right-dragging erases with any tool. Images can be dropped on the canvas. Brush sizes are in
+// cells. Grid lines are thinned when cells get small on screen (gridLineStep()).
 #include "types/StrengthGrid.h"
 
 #include <QImage>
@@ -32,7 +34,12 @@ public:
     QString imageName() const { return imageName_; }
 
     // ---- grid and map ----
-    void setGridSize(int rows, int cols);   // a different size clears the map (and the undo history)
+    // A different size carries the painted map over (resampleStrength: area-weighted, see
+    // StrengthGridResample.h) and clears the undo history, whose maps have the old size. Emits
+    // gridSizeChanged, and mapResampled when there was paint to carry.
+    void setGridSize(int rows, int cols);
+    int gridRows() const { return strength_.rows; }
+    int gridCols() const { return strength_.cols; }
     const StrengthGrid& strength() const { return strength_; }
     // Replaces the map as one undoable edit named `undoText`.
     void setStrength(const StrengthGrid& grid, const QString& undoText);
@@ -42,12 +49,19 @@ public:
     // ---- tools ----
     Tool tool() const { return tool_; }
     double brushSize() const { return brushSize_; }          // diameter in cells
+    double maxBrushSize() const;                             // 16 cells, or half the grid's longer side
     double brushStrength() const { return brushStrength_; }  // 0..1
     bool gridVisible() const { return gridVisible_; }
 
     // ---- geometry (widget coordinates) ----
     QRectF imageRect() const;
     QPointF cellCenter(int row, int col) const;
+    QSizeF cellSize() const;                 // one cell on screen, in pixels
+    // Which grid lines are drawn (when the grid is shown): every line while a cell is at least
+    // kMinLinePitch px on screen, else every 2nd / 4th / 8th / 16th so lines stay that far apart,
+    // 0 (none) when even that is too dense. The image's outline is always drawn.
+    int gridLineStep() const;
+    static constexpr double kMinLinePitch = 8.0;
     QSize sizeHint() const override { return {420, 420}; }
     QSize minimumSizeHint() const override { return {200, 200}; }
 
@@ -71,6 +85,9 @@ Q_SIGNALS:
     void brushSizeChanged(double cells);
     void brushStrengthChanged(double strength);
     void gridVisibleChanged(bool visible);
+    void gridSizeChanged(int rows, int cols);
+    // setGridSize carried a painted map of fromRows × fromCols over onto the new grid.
+    void mapResampled(int fromRows, int fromCols, int toRows, int toCols);
 
 protected:
     void paintEvent(QPaintEvent* event) override;
@@ -95,6 +112,8 @@ private:
     QRect rubberCells() const;                          // inclusive cell rectangle of a rectangle drag
     void pushEdit(const StrengthGrid& before, const QString& text);
     void paintEmptyState(QPainter& p);
+    void paintGridLines(QPainter& p, const QRectF& r);
+    void updateHeightCap();
 
     QPointer<QUndoStack> undo_;
     QImage image_;

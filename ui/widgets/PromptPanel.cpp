@@ -27,8 +27,7 @@ PromptPanel::PromptPanel(QWidget* parent) : QWidget(parent) {
     prompt_ = new QLineEdit(this);
     prompt_->setPlaceholderText(tr("Ask about the image, e.g. What color is the circle?"));
     prompt_->setClearButtonEnabled(true);
-    prompt_->setToolTip(tr("The question; the studio wraps it in LLaVA-1.5's template "
-                           "“USER: <image>\\n{question} ASSISTANT:”. Enter runs."));
+    setTemplate(QString(), QString());
     QFont pf = prompt_->font();
     pf.setPointSizeF(pf.pointSizeF() * 1.1);
     prompt_->setFont(pf);
@@ -175,6 +174,18 @@ void PromptPanel::setExamples(const QStringList& prompts) {
             Q_EMIT promptEdited(p);
         });
     examples_->setVisible(!prompts.isEmpty());
+}
+
+void PromptPanel::setTemplate(const QString& family, const QString& promptTemplate) {
+    template_ = promptTemplate;
+    if (promptTemplate.isEmpty()) {
+        prompt_->setToolTip(tr("The question; the model's family wraps it in its own prompt template. Enter runs."));
+        return;
+    }
+    QString shown = promptTemplate;
+    shown.replace(QLatin1Char('\n'), QStringLiteral("\\n"));   // a newline the template ends with stays visible
+    // Rich text on purpose: a template's "<image>" would otherwise be read as a tag and vanish.
+    prompt_->setToolTip(tr("<p>The question; %1 reads it as <code>%2</code>. Enter runs.</p>").arg(family.toHtmlEscaped(), shown.toHtmlEscaped()));
 }
 
 void PromptPanel::updateSamplingUi() {

@@ -29,6 +29,10 @@ public:
     void setRunning(bool running);
     void setCanRun(bool canRun, const QString& why = QString());
     void setExamples(const QStringList& prompts);
+    // The loaded model's family and its prompt around "{question}" (Model::applyTemplate), shown
+    // in the question's tooltip: what the model reads is the family's choice, not the studio's.
+    void setTemplate(const QString& family, const QString& promptTemplate);
+    QString promptTemplate() const { return template_; }
     QPushButton* runButton() const { return run_; }
     QPushButton* stopButton() const { return stop_; }
     QLineEdit* promptEdit() const { return prompt_; }
@@ -55,6 +59,7 @@ private:
     QCheckBox* live_ = nullptr;
     QPushButton* run_ = nullptr;
     QPushButton* stop_ = nullptr;
+    QString template_;
     bool running_ = false;
     bool canRun_ = false;
 };

@@ -527,7 +527,7 @@ QWidget* SteeringPanel::buildMaskGroup() {
     v->addLayout(row);
     connect(exportMask, &QToolButton::clicked, this, &SteeringPanel::exportMaskRequested);
     connect(importMask, &QToolButton::clicked, this, &SteeringPanel::importMaskRequested);
-    setPaintedCells(0, 576);
+    setPaintedCells(0, 0);
     return box;
 }
 

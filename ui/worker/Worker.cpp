@@ -30,6 +30,42 @@
 
 namespace kvsteer::ui {
 
+namespace {
+
+// What the UI is told about an image: its processor's view and, once a model is loaded, the patch
+// grid the family lays it out on (fixed per model today; a family may make it depend on the image).
+ImageInfo describeImage(quint64 id, const QString& name, const ImageU8& original, const PreprocessedImage& pre, const Model* model) {
+    ImageInfo info;
+    info.id = id;
+    info.name = name;
+    info.crop = toQImage(pre.cropped);
+    info.originalWidth = original.width;
+    info.originalHeight = original.height;
+    if (model) {
+        const ImageLayout layout = model->imageLayout(pre);
+        info.gridRows = layout.gridHeight;
+        info.gridCols = layout.gridWidth;
+    }
+    return info;
+}
+
+// The model's grid and processed size for an image at its processor's own size (config image_size).
+ImageLayout defaultLayout(const Model& model, PreprocessedImage* pre) {
+    const int side = model.config().vision.imageSize;
+    *pre = model.preprocessImage(ImageU8(side, side));
+    return model.imageLayout(*pre);
+}
+
+} // namespace
+
+QStringList Worker::supportedFamilies() {
+    // A family's summary starts with its name ("PaliGemma: SigLIP ..."); text-only ones cannot steer an image.
+    QStringList names;
+    for (const ModelFamily& f : modelFamilies())
+        if (f.summary.find("text-only") == std::string::npos) names << qs(f.summary.substr(0, f.summary.find(':')));
+    return names;
+}
+
 Worker::Worker(QObject* parent) : QObject(parent), d(std::make_unique<State>()) {}
 Worker::~Worker() = default;
 
@@ -82,7 +118,8 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
             return;
         }
         if (!model->hasVision())
-            throw kvsteer::Error(ss(directory) + " holds a text-only model; the studio needs a vision-language model (LLaVA, PaliGemma)");
+            throw kvsteer::Error(ss(directory) + " holds a text-only model; the studio needs a vision-language model (" +
+                                 ss(supportedFamilies().join(QStringLiteral(", "))) + ")");
         const bool hadVectors = d->vectors.has_value();
         d->model = model;
         d->session.reset();
@@ -97,6 +134,8 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         m = ModelInfo();
         m.directory = directory;
         m.name = qs(c.name);
+        m.family = qs(model->familyName());
+        m.promptTemplate = qs(model->applyTemplate("{question}", true));
         m.dtype = qs(model->weightsDtype());
         m.device = settings.device;
         m.configHash = qs(c.configHash);
@@ -106,8 +145,12 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         m.kvHeads = c.text.numKvHeads;
         m.headDim = c.text.headDim;
         m.hidden = c.text.hiddenSize;
-        m.gridRows = m.gridCols = c.vision.gridSize();
-        m.cropWidth = m.cropHeight = c.vision.imageSize;
+        PreprocessedImage blank;
+        const ImageLayout layout = defaultLayout(*model, &blank);
+        m.gridRows = layout.gridHeight;
+        m.gridCols = layout.gridWidth;
+        m.cropWidth = blank.cropped.width;
+        m.cropHeight = blank.cropped.height;
         m.parameters = model->parameterCount();
         m.vocab = model->tokenizer().vocabSize();
         m.loadMs = model->loadMs();
@@ -121,13 +164,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
     if (!d->image.empty()) {
         try {
             const PreprocessedImage pre = d->model->preprocessImage(d->image);
-            ImageInfo info;
-            info.id = d->imageId;
-            info.name = d->imageName;
-            info.crop = toQImage(pre.cropped);
-            info.originalWidth = d->image.width;
-            info.originalHeight = d->image.height;
-            Q_EMIT imageReady(info);
+            Q_EMIT imageReady(describeImage(d->imageId, d->imageName, d->image, pre, d->model.get()));
         } catch (...) {
             Q_EMIT imageFailed(d->imageId, d->imageName, describeFailure(tr("preparing the image"), std::current_exception()));
         }
@@ -145,20 +182,17 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
 void Worker::setImage(quint64 id, const QByteArray& bytes, const QString& name) {
     try {
         ImageU8 img = decodeImage(reinterpret_cast<const uint8_t*>(bytes.constData()), size_t(bytes.size()), ss(name));
-        // Before a model is loaded the image is shown as LLaVA's processor would crop it.
-        const PreprocessedImage pre = d->model ? d->model->preprocessImage(img) : clipPreprocess(img, ClipPreprocessConfig());
+        // Before a model is loaded the image is shown as it is: how it is resized and cropped is the
+        // family's choice, made again by the model's own processor when the model arrives.
+        PreprocessedImage pre;
+        if (d->model) pre = d->model->preprocessImage(img);
+        else pre.cropped = img;
         d->image = std::move(img);
         d->imageId = id;
         d->imageName = name;
         d->steered.reset();
         d->attention.clear();
-        ImageInfo info;
-        info.id = id;
-        info.name = name;
-        info.crop = toQImage(pre.cropped);
-        info.originalWidth = d->image.width;
-        info.originalHeight = d->image.height;
-        Q_EMIT imageReady(info);
+        Q_EMIT imageReady(describeImage(id, name, d->image, pre, d->model.get()));
     } catch (...) {
         Q_EMIT imageFailed(id, name, describeFailure(tr("reading the image"), std::current_exception()));
     }
@@ -180,7 +214,8 @@ void Worker::run(const RunRequest& req) {
     d->steps = 0;
     d->lastRunId = req.id;
     if (!d->model) {
-        Q_EMIT runFailed(req.id, tr("No model is loaded. Use File → Open Model Directory… to load a LLaVA model."));
+        Q_EMIT runFailed(req.id, tr("No model is loaded. Use File → Open Model Directory… to load a vision-language model (%1).")
+                                    .arg(supportedFamilies().join(QStringLiteral(", "))));
         return;
     }
     if (d->image.empty()) {

@@ -15,6 +15,7 @@
 #include "types/StudioTypes.h"
 
 #include <QObject>
+#include <QStringList>
 
 #include <memory>
 
@@ -40,6 +41,9 @@ public:
     int stepsCompleted() const;
     // Thread-safe. What heatmaps the running decode should stream (picked up at the next step).
     void setHeatmapSettings(const kvsteer::ui::HeatmapSettings& settings);
+    // The vision-language families a model directory may hold ("LLaVA-1.5", "PaliGemma"), from the
+    // core's registry, for the texts that tell a person what to open.
+    static QStringList supportedFamilies();
 
 public Q_SLOTS:
     void loadModel(const QString& directory, const kvsteer::ui::LoadSettings& settings);

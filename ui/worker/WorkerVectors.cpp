@@ -198,7 +198,8 @@ void Worker::exportVectors(const QString& path, const PlanSettings& plan, const 
 
 void Worker::exportMask(const QString& path, const StrengthGrid& strength) {
     try {
-        const int cell = std::max(1, (d->model ? d->info.cropWidth : 336) / std::max(1, strength.cols));
+        // One cell of the PNG per image patch (the processed width over the grid), 14 px without a model.
+        const int cell = d->model ? std::max(1, d->info.cropWidth / std::max(1, strength.cols)) : 14;
         saveMaskPng(ss(path), gridTensor(strength), cell);
         Q_EMIT maskExported(path);
     } catch (...) {
@@ -208,8 +209,9 @@ void Worker::exportMask(const QString& path, const StrengthGrid& strength) {
 
 void Worker::loadMask(const QString& spec) {
     try {
-        const int rows = d->model ? d->info.gridRows : 24, cols = d->model ? d->info.gridCols : 24;
-        const at::Tensor m = kvsteer::loadMask(ss(spec), rows, cols);
+        // A mask is read onto the model's patch grid, which only a loaded model knows.
+        if (!d->model) throw kvsteer::Error("load a model first: a mask is read onto the model's patch grid");
+        const at::Tensor m = kvsteer::loadMask(ss(spec), d->info.gridRows, d->info.gridCols);
         Q_EMIT maskLoaded(gridFromTensor(m), spec);
     } catch (...) {
         Q_EMIT maskLoadFailed(spec, describeFailure(tr("reading the mask %1").arg(spec), std::current_exception()));
