@@ -36,7 +36,9 @@ std::string canonicalTensorName(const std::string& n) {
         {"multi_modal_projector.", "projector."},
         {"model.multi_modal_projector.", "projector."},
         {"lm_head.", "lm_head."},
-        {"model.", "text."},                                // plain Llama
+        {"visual.", "vision."},                             // Qwen2-VL (transformers < 4.52)
+        {"model.visual.", "vision."},                       // Qwen2-VL (newer transformers); before "model."
+        {"model.", "text."},                                // plain Llama / Qwen2, Qwen2-VL's decoder before 4.52
     };
     for (const auto& [from, to] : rules)
         if (startsWith(n, from)) return to + n.substr(from.size());

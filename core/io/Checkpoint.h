@@ -1,11 +1,12 @@
 #pragma once
 // A checkpoint directory: one model.safetensors or shards listed in model.safetensors.index.json.
 // Tensor names are mapped to one canonical scheme so the model code does not care whether the
-// files came from llava-hf (language_model.model.*), newer transformers (model.language_model.*)
-// or a plain Llama (model.*):
+// files came from llava-hf (language_model.model.*), newer transformers (model.language_model.*),
+// a plain Llama / Qwen2 (model.*) or Qwen2-VL (visual.* or model.visual.* beside the decoder):
 //   text.<rest>       e.g. text.layers.0.self_attn.q_proj.weight, text.embed_tokens.weight
 //   lm_head.weight
-//   vision.<rest>     e.g. vision.encoder.layers.0.mlp.fc1.weight (after "vision_model.")
+//   vision.<rest>     e.g. vision.encoder.layers.0.mlp.fc1.weight (after "vision_model."),
+//                     vision.blocks.0.attn.qkv.weight (after Qwen2-VL's "visual.")
 //   projector.<rest>  e.g. projector.linear_1.weight
 #include <ATen/core/Tensor.h>
 

@@ -1,0 +1,153 @@
+#include "models/qwen2vl/Qwen2VisionTower.h"
+
+#include "Error.h"
+#include "io/Checkpoint.h"
+#include "models/qwen2vl/Qwen2VisionRope.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cos.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/layer_norm.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sin.h>
+#include <ATen/ops/softmax.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace kvsteer {
+
+namespace {
+
+std::string blockName(int i, const std::string& rest) { return "vision.blocks." + std::to_string(i) + "." + rest; }
+
+// Attention scores are materialised per chunk of queries: at most this many floats at once
+// (a 2B model's 16 heads over a 1000x1000 image's 5000 patches would otherwise take 1.6 GB).
+constexpr int64_t kScoreElements = int64_t(1) << 25;
+
+} // namespace
+
+Qwen2VisionTower::Qwen2VisionTower(const Qwen2VisionConfig& config, const Checkpoint& ckpt, const WeightFormat& format)
+    : config_(config), format_(format) {
+    const int64_t e = config.embedDim, c = config.inChannels, t = config.temporalPatchSize, p = config.patchSize;
+    const int64_t merged = config.mergerWidth(), hidden = config.hiddenSize;
+    // Norms and biases are tiny: keep them in the compute dtype.
+    WeightFormat small = format;
+    small.storage = format.compute;
+    patchWeight_ = loadWeight(ckpt, "vision.patch_embed.proj.weight", {e, c, t, p, p}, format).view({e, config.patchDim()});
+    for (int i = 0; i < config.depth; ++i) blocks_.push_back(loadBlock(ckpt, i, format, small));
+    lnQWeight_ = loadWeight(ckpt, "vision.merger.ln_q.weight", {e}, small);
+    lnQBias_ = loadWeight(ckpt, "vision.merger.ln_q.bias", {e}, small);
+    mergerFc1_ = loadLinear(ckpt, "vision.merger.mlp.0.weight", {merged, merged}, format);
+    mergerFc1Bias_ = loadWeight(ckpt, "vision.merger.mlp.0.bias", {merged}, small);
+    mergerFc2_ = loadLinear(ckpt, "vision.merger.mlp.2.weight", {hidden, merged}, format);
+    mergerFc2Bias_ = loadWeight(ckpt, "vision.merger.mlp.2.bias", {hidden}, small);
+}
+
+Qwen2VisionTower::Block Qwen2VisionTower::loadBlock(const Checkpoint& ckpt, int i, const WeightFormat& format,
+                                                    const WeightFormat& small) const {
+    const int64_t e = config_.embedDim, m = config_.mlpHidden();
+    Block b;
+    b.norm1Weight = loadWeight(ckpt, blockName(i, "norm1.weight"), {e}, small);
+    b.norm1Bias = loadWeight(ckpt, blockName(i, "norm1.bias"), {e}, small);
+    b.norm2Weight = loadWeight(ckpt, blockName(i, "norm2.weight"), {e}, small);
+    b.norm2Bias = loadWeight(ckpt, blockName(i, "norm2.bias"), {e}, small);
+    b.qkv = loadLinear(ckpt, blockName(i, "attn.qkv.weight"), {3 * e, e}, format);   // rows: q, k, v; each head-major
+    b.qkvBias = loadWeight(ckpt, blockName(i, "attn.qkv.bias"), {3 * e}, small);
+    b.proj = loadLinear(ckpt, blockName(i, "attn.proj.weight"), {e, e}, format);
+    b.projBias = loadWeight(ckpt, blockName(i, "attn.proj.bias"), {e}, small);
+    b.fc1 = loadLinear(ckpt, blockName(i, "mlp.fc1.weight"), {m, e}, format);
+    b.fc1Bias = loadWeight(ckpt, blockName(i, "mlp.fc1.bias"), {m}, small);
+    b.fc2 = loadLinear(ckpt, blockName(i, "mlp.fc2.weight"), {e, m}, format);
+    b.fc2Bias = loadWeight(ckpt, blockName(i, "mlp.fc2.bias"), {e}, small);
+    return b;
+}
+
+void Qwen2VisionTower::checkInput(const at::Tensor& pixelValues, const GridThw& grid) const {
+    requireGrid(grid, config_.spatialMergeSize, "Qwen2-VL vision tower");
+    if (pixelValues.dim() != 2 || pixelValues.size(1) != config_.patchDim() || pixelValues.size(0) != grid.patches())
+        throw Error("Qwen2-VL vision tower: pixel_values must be [" + std::to_string(grid.patches()) + ", " +
+                    std::to_string(config_.patchDim()) + "] for grid (" + std::to_string(grid.t) + ", " + std::to_string(grid.h) +
+                    ", " + std::to_string(grid.w) + "), got " + std::to_string(pixelValues.dim()) + " dims with " +
+                    std::to_string(pixelValues.numel()) + " values");
+}
+
+at::Tensor Qwen2VisionTower::embedPatches(const at::Tensor& pixelValues) const {
+    // Conv3d with kernel = stride = the patch sees each row exactly once: a matmul.
+    return applyLinear(pixelValues.to(format_.device, format_.compute), patchWeight_);   // [N, E]
+}
+
+at::Tensor Qwen2VisionTower::attention(const at::Tensor& y, const Block& b, const at::Tensor& cos, const at::Tensor& sin,
+                                       int64_t frameLength) const {
+    const int64_t n = y.size(0), heads = config_.numHeads, d = config_.headDim();
+    const at::Tensor qkv = applyLinear(y, b.qkv, b.qkvBias).view({n, 3, heads, d});
+    const at::Tensor q = applyVisionRope(qkv.select(1, 0), cos, sin).transpose(0, 1);   // [heads, N, d]
+    const at::Tensor k = applyVisionRope(qkv.select(1, 1), cos, sin).transpose(0, 1);
+    const at::Tensor v = qkv.select(1, 2).transpose(0, 1);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    at::Tensor out = at::empty({heads, n, d}, y.options());
+    // Each frame attends to itself only (block-diagonal; an image is one frame). Queries go in
+    // chunks so the scores stay bounded for large images.
+    const int64_t chunk = std::max<int64_t>(1, kScoreElements / (heads * frameLength));
+    for (int64_t start = 0; start < n; start += frameLength) {
+        const at::Tensor kf = k.narrow(1, start, frameLength), vf = v.narrow(1, start, frameLength);
+        for (int64_t row = 0; row < frameLength; row += chunk) {
+            const int64_t rows = std::min(chunk, frameLength - row);
+            const at::Tensor scores = at::matmul(q.narrow(1, start + row, rows), kf.transpose(1, 2)) * scale;   // [heads, rows, L]
+            const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(y.scalar_type());
+            out.narrow(1, start + row, rows).copy_(at::matmul(probs, vf));
+        }
+    }
+    return applyLinear(out.transpose(0, 1).reshape({n, heads * d}), b.proj, b.projBias);   // [N, E]
+}
+
+at::Tensor Qwen2VisionTower::block(const at::Tensor& x, const Block& b, const at::Tensor& cos, const at::Tensor& sin,
+                                   int64_t frameLength) const {
+    const int64_t e = config_.embedDim;
+    const double eps = config_.layerNormEps;
+    const at::Tensor r = x + attention(at::layer_norm(x, {e}, b.norm1Weight, b.norm1Bias, eps), b, cos, sin, frameLength);
+    const at::Tensor h = applyLinear(at::layer_norm(r, {e}, b.norm2Weight, b.norm2Bias, eps), b.fc1, b.fc1Bias);
+    const at::Tensor act = h * at::sigmoid(1.702 * h);   // quick_gelu
+    return r + applyLinear(act, b.fc2, b.fc2Bias);
+}
+
+at::Tensor Qwen2VisionTower::runBlocks(const at::Tensor& x, const GridThw& grid, Trace* trace) const {
+    requireGrid(grid, config_.spatialMergeSize, "Qwen2-VL vision blocks");
+    if (x.dim() != 2 || x.size(0) != grid.patches() || x.size(1) != config_.embedDim)
+        throw Error("Qwen2-VL vision blocks: expected [" + std::to_string(grid.patches()) + ", " + std::to_string(config_.embedDim) +
+                    "] patch embeddings for the grid");
+    const at::Tensor angles = visionRotaryAngles(patchPositions(grid, config_.spatialMergeSize), config_.headDim());   // [N, d/2]
+    if (trace) trace->rotaryAngles = angles;
+    const at::Tensor onDevice = angles.to(format_.device);
+    const at::Tensor cos = at::cos(onDevice), sin = at::sin(onDevice);   // float32, as transformers keeps them
+    at::Tensor h = x;
+    for (const Block& b : blocks_) h = block(h, b, cos, sin, grid.patchesPerFrame());
+    return h;
+}
+
+at::Tensor Qwen2VisionTower::merge(const at::Tensor& blockOutput) const {
+    const int64_t e = config_.embedDim, unit = config_.mergeUnit();
+    if (blockOutput.dim() != 2 || blockOutput.size(1) != e || blockOutput.size(0) % unit != 0)
+        throw Error("Qwen2-VL patch merger: expected [N, " + std::to_string(e) + "] with N a multiple of " + std::to_string(unit));
+    const at::Tensor normed = at::layer_norm(blockOutput, {e}, lnQWeight_, lnQBias_, config_.layerNormEps);
+    // Consecutive rows are one merged cell, so a view concatenates them: [N / unit, unit * E].
+    const at::Tensor cells = normed.reshape({blockOutput.size(0) / unit, unit * e});
+    const at::Tensor h = at::gelu(applyLinear(cells, mergerFc1_, mergerFc1Bias_));   // exact (erf) GELU
+    return applyLinear(h, mergerFc2_, mergerFc2Bias_);                                // [N / unit, hidden]
+}
+
+at::Tensor Qwen2VisionTower::forward(const at::Tensor& pixelValues, const GridThw& grid, Trace* trace) const {
+    checkInput(pixelValues, grid);
+    const at::Tensor embedded = embedPatches(pixelValues);
+    const at::Tensor hidden = runBlocks(embedded, grid, trace);
+    if (trace) {
+        trace->patchEmbeddings = embedded;
+        trace->blockOutput = hidden;
+    }
+    return merge(hidden);
+}
+
+} // namespace kvsteer
