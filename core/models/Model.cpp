@@ -14,8 +14,6 @@ namespace kvsteer {
 
 namespace {
 
-const std::string kImageTag = "<image>";
-
 size_t countOccurrences(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + what.size())) ++n;
@@ -47,14 +45,15 @@ Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const 
 
     Prompt p;
     p.hasImage = image != nullptr;
-    if (!raw && countOccurrences(text, kImageTag) > 0)
-        throw Error("prompt: the question contains \"<image>\"; the template inserts it already (use --raw-prompt to place it yourself)");
+    const std::string tag = model.imageTag();
+    if (!raw && countOccurrences(text, tag) > 0)
+        throw Error("prompt: the question contains \"" + tag + "\"; the template inserts it already (use --raw-prompt to place it yourself)");
     p.text = raw ? text : model.applyTemplate(text, p.hasImage);
-    const size_t tags = countOccurrences(p.text, kImageTag);
+    const size_t tags = countOccurrences(p.text, tag);
     if (p.hasImage && tags != 1)
-        throw Error("prompt: expected exactly one \"<image>\" with an image, found " + std::to_string(tags));
+        throw Error("prompt: expected exactly one \"" + tag + "\" with an image, found " + std::to_string(tags));
     if (!p.hasImage && tags != 0)
-        throw Error("prompt: contains \"<image>\" but no image was given");
+        throw Error("prompt: contains \"" + tag + "\" but no image was given");
 
     ImageLayout layout;
     if (p.hasImage) {

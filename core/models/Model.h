@@ -75,6 +75,8 @@ public:
     // The family's own layout around a question (what --prompt means; --raw-prompt skips it).
     // Contains "<image>" once when withImage.
     virtual std::string applyTemplate(const std::string& question, bool withImage) const = 0;
+    // The placeholder the template (and a --raw-prompt) marks the image with, once.
+    virtual std::string imageTag() const { return "<image>"; }
     // Resize / crop / normalise one image the way the family's processor does.
     virtual PreprocessedImage preprocessImage(const ImageU8& image) const = 0;
     // pixels [1, 3, H, W] -> image features [tokens, D], exactly what enters the decoder's rows.

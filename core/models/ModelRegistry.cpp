@@ -6,6 +6,8 @@
 #include "models/llava/LlavaModel.h"
 #include "models/paligemma/PaliGemmaConfig.h"
 #include "models/paligemma/PaliGemmaModel.h"
+#include "models/qwen2vl/Qwen2VlConfig.h"
+#include "models/qwen2vl/Qwen2VlModel.h"
 
 #include <filesystem>
 
@@ -16,6 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 ModelConfig paliGemmaConfig(const std::string& text, const std::string& where) { return parsePaliGemmaConfig(text, where).model; }
+ModelConfig qwen2VlConfig(const std::string& text, const std::string& where) { return parseQwen2VlConfig(text, where).model; }
 
 template <typename Family>
 std::shared_ptr<Model> loadAs(const std::string& directory, const LoadOptions& options) {
@@ -53,6 +56,11 @@ const std::vector<ModelFamily>& modelFamilies() {
         {"llama", "Llama text-only: \"USER: {q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
         {"paligemma", "PaliGemma: SigLIP 16x16/32x32/64x64 grid, image tokens first: \"<image>\"xN + \"<bos>{prefix}\\n\", prefix-LM prompt",
          paliGemmaConfig, loadAs<PaliGemmaModel>},
+        {"qwen2_vl", "Qwen2-VL: dynamic h/28 x w/28 grid, chat template with the default system prompt, image in the user turn: "
+                     "<|vision_start|><|image_pad|>xN<|vision_end|>{q}, causal prompt, M-RoPE positions",
+         qwen2VlConfig, loadAs<Qwen2VlModel>},
+        {"qwen2", "Qwen2 / Qwen2.5 text-only: chat template with the default system prompt, causal prompt", qwen2VlConfig,
+         loadAs<Qwen2VlModel>},
     };
     return families;
 }
