@@ -1,10 +1,10 @@
-// Tokenizer::Impl, the Hugging Face slow LlamaTokenizer / GemmaTokenizer layer — see
-// TokenizerImpl.h.
+// HfSentencePiece, the Hugging Face slow LlamaTokenizer / GemmaTokenizer layer — see
+// HfSentencePiece.h.
 //
 // Follows transformers 4.45: tokenization_utils.py (added-token registration, tokenize,
 // _decode), tokenization_llama.py (tokenize/_tokenize, convert_tokens_to_string) and
 // tokenization_gemma.py (its defaults and its own _decode).
-#include "text/TokenizerImpl.h"
+#include "text/HfSentencePiece.h"
 
 #include "Error.h"
 #include "text/Utf8.h"
@@ -26,7 +26,7 @@ using detail::startsWith;
 // Registers an added token by id (the first definition of an id wins). HF's
 // added_tokens_encoder is built in ascending id order, so for a content listed twice the
 // highest id is the one text maps to.
-void Tokenizer::Impl::addToken(const AddedToken& t) {
+void detail::HfSentencePiece::addToken(const AddedToken& t) {
     if (!addedById.emplace(t.id, t).second) return;
     const auto [it, inserted] = addedByContent.emplace(t.content, t.id);
     if (!inserted && it->second < t.id) it->second = t.id;
@@ -35,7 +35,7 @@ void Tokenizer::Impl::addToken(const AddedToken& t) {
 
 // HF registers every configured special token as an added token: it keeps the id it
 // already has (added token or piece), or is appended at the end of the vocabulary.
-int64_t Tokenizer::Impl::resolveSpecial(const std::string& content) {
+int64_t detail::HfSentencePiece::resolveSpecial(const std::string& content) {
     int64_t id = lookup(content);
     if (id < 0) {
         AddedToken t;
@@ -70,7 +70,7 @@ bool isGemmaClass(const std::string& tokenizerClass) {
 
 } // namespace
 
-void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
+void detail::HfSentencePiece::buildHuggingFace(const HfConfig& cfg) {
     vocabSize = static_cast<int64_t>(pieces.size());
     gemma = isGemmaClass(cfg.tokenizerClass);
     addBos = cfg.addBos;
@@ -129,24 +129,24 @@ void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
 // ---------------------------------------------------------------------------------------
 
 // HF convert_tokens_to_ids without the <unk> fallback: added tokens first.
-int64_t Tokenizer::Impl::lookup(const std::string& piece) const {
+int64_t detail::HfSentencePiece::lookup(const std::string& piece) const {
     if (auto it = addedByContent.find(piece); it != addedByContent.end()) return it->second;
     if (auto it = reserved.find(piece); it != reserved.end()) return it->second;
     if (auto it = mergeable.find(piece); it != mergeable.end()) return it->second;
     return -1;
 }
 
-bool Tokenizer::Impl::validId(int64_t id) const {
+bool detail::HfSentencePiece::validId(int64_t id) const {
     return id >= 0 && (id < static_cast<int64_t>(pieces.size()) || addedById.count(id));
 }
 
-void Tokenizer::Impl::checkId(int64_t id) const {
+void detail::HfSentencePiece::checkId(int64_t id) const {
     if (!validId(id))
         throw Error("token id " + std::to_string(id) + " is out of range for the tokenizer at " + modelPath + " (" +
                     std::to_string(pieces.size()) + " pieces, " + std::to_string(vocabSize) + " ids with added tokens)");
 }
 
-const std::string& Tokenizer::Impl::tokenText(int64_t id) const {
+const std::string& detail::HfSentencePiece::tokenText(int64_t id) const {
     if (auto it = addedById.find(id); it != addedById.end()) return it->second.content;
     return pieces[static_cast<size_t>(id)].text;
 }
@@ -157,7 +157,7 @@ const std::string& Tokenizer::Impl::tokenText(int64_t id) const {
 
 // tokens_trie.split: cut the text around added tokens, leftmost match first and the
 // longest one at a position. No empty parts.
-std::vector<std::string> Tokenizer::Impl::splitOnAddedTokens(const std::string& text) const {
+std::vector<std::string> detail::HfSentencePiece::splitOnAddedTokens(const std::string& text) const {
     std::vector<std::string> parts;
     size_t plainStart = 0, pos = 0;
     while (pos < text.size()) {
@@ -179,7 +179,7 @@ std::vector<std::string> Tokenizer::Impl::splitOnAddedTokens(const std::string& 
 
 // The lstrip/rstrip/single_word handling of PreTrainedTokenizer.tokenize, applied in place
 // to neighbouring parts exactly as HF does (in order, on the already-modified list).
-void Tokenizer::Impl::applyAddedTokenStripping(std::vector<std::string>& parts) const {
+void detail::HfSentencePiece::applyAddedTokenStripping(std::vector<std::string>& parts) const {
     for (size_t i = 0; i < parts.size(); ++i) {
         const auto it = addedByContent.find(parts[i]);
         if (it == addedByContent.end()) continue;
@@ -199,7 +199,7 @@ void Tokenizer::Impl::applyAddedTokenStripping(std::vector<std::string>& parts) 
 }
 
 // legacy=true: every non-special part is encoded by SentencePiece on its own.
-std::vector<int64_t> Tokenizer::Impl::tokenizeLegacy(const std::string& text) const {
+std::vector<int64_t> detail::HfSentencePiece::tokenizeLegacy(const std::string& text) const {
     std::vector<std::string> parts = splitOnAddedTokens(text);
     applyAddedTokenStripping(parts);
     std::vector<int64_t> ids;
@@ -219,7 +219,7 @@ std::vector<int64_t> Tokenizer::Impl::tokenizeLegacy(const std::string& text) co
 // prefix; one "▁" is put in front of the whole text instead, and a part starting with a
 // space is encoded behind the unk token text (then those pieces are dropped) so that
 // SentencePiece does not eat its leading "▁".
-std::vector<int64_t> Tokenizer::Impl::tokenizeNonLegacy(const std::string& input) const {
+std::vector<int64_t> detail::HfSentencePiece::tokenizeNonLegacy(const std::string& input) const {
     if (input.empty()) return {};
     std::string text = replaceAll(input, kSpaceSymbol, " ");
     if (addPrefixSpace) text.insert(0, kSpaceSymbol);
@@ -258,7 +258,7 @@ std::vector<int64_t> Tokenizer::Impl::tokenizeNonLegacy(const std::string& input
 // ---------------------------------------------------------------------------------------
 
 // LlamaTokenizer.convert_tokens_to_string.
-std::string Tokenizer::Impl::convertTokensToString(const std::vector<int64_t>& ids) const {
+std::string detail::HfSentencePiece::convertTokensToString(const std::vector<int64_t>& ids) const {
     std::vector<std::string> tokens;
     tokens.reserve(ids.size());
     for (int64_t id : ids) tokens.push_back(tokenText(id));
@@ -283,13 +283,13 @@ std::string Tokenizer::Impl::convertTokensToString(const std::vector<int64_t>& i
     return out + spDecode(sub, hfDummyPrefix());
 }
 
-std::string Tokenizer::Impl::hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+std::string detail::HfSentencePiece::hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
     return gemma ? gemmaDecode(ids, skipSpecial) : llamaDecode(ids, skipSpecial);
 }
 
 // PreTrainedTokenizer._decode with spaces_between_special_tokens=True (HF's default; the
 // value stored in tokenizer_config.json is not consulted by decode()).
-std::string Tokenizer::Impl::llamaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+std::string detail::HfSentencePiece::llamaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
     std::vector<std::string> subTexts;
     std::vector<int64_t> current;
     for (int64_t id : ids) {
@@ -323,7 +323,7 @@ std::string Tokenizer::Impl::llamaDecode(const std::vector<int64_t>& ids, bool s
 // decode() does not pass the tokenizer_config.json value). No prefix space is removed and no
 // clean-up is done; a "▁" still left at the end (in an added token's text, or assembled from
 // byte pieces) becomes a space.
-std::string Tokenizer::Impl::gemmaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+std::string detail::HfSentencePiece::gemmaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
     std::string out;
     std::vector<std::string> run;
     for (int64_t id : ids) {
