@@ -3,7 +3,8 @@
 // found by text, and cut out of a text before the model sees it, the way the slow
 // PreTrainedTokenizer.tokenize does: its trie split (leftmost match first, the longest at a
 // position), then the lstrip / rstrip / single_word flags applied to the neighbours. An added
-// token is never seen by the model's own segmentation. The byte-level BPE tokenizer uses it.
+// token is never seen by the model's own segmentation. Both tokenizers (HfSentencePiece and
+// ByteLevelBpeTokenizer) use it.
 #include "text/HfTokenizerFiles.h"
 
 #include <array>

@@ -4,6 +4,7 @@
 // tokens, BOS/EOS, legacy and non-legacy encoding, decode with HF's spacing rules) in its two
 // flavours: LlamaTokenizer (the default) and GemmaTokenizer. SentencePieceTokenizer (the
 // Tokenizer::Impl for tokenizer.model) and SentencePieceStream both read it.
+#include "text/AddedVocabulary.h"
 #include "text/HfTokenizerFiles.h"
 #include "text/SentencePieceBpe.h"
 
@@ -18,10 +19,7 @@
 namespace kvsteer::detail {
 
 struct HfSentencePiece : SentencePieceBpe {
-    
-    std::map<int64_t, AddedToken> addedById;
-    std::unordered_map<std::string, int64_t> addedByContent;
-    std::array<std::vector<const AddedToken*>, 256> addedByFirstByte;  // longest first
+    AddedVocabulary added;                  // added tokens, and the pieces used as special tokens
     std::unordered_set<int64_t> hfSpecial;  // HF all_special_ids (skipped by skip_special_tokens)
     std::unordered_set<int64_t> splitOff;   // HF legacy_added_tokens: decoded as separate " "-joined texts
     bool addBos = true, addEos = false, legacy = true, addPrefixSpace = true;
@@ -54,8 +52,6 @@ struct HfSentencePiece : SentencePieceBpe {
     bool plainTokenize() const { return gemma || legacy; }
 
     // --- encode
-    std::vector<std::string> splitOnAddedTokens(const std::string& text) const;
-    void applyAddedTokenStripping(std::vector<std::string>& parts) const;
     std::vector<int64_t> tokenizeLegacy(const std::string& text) const;
     std::vector<int64_t> tokenizeNonLegacy(const std::string& text) const;
 

@@ -93,7 +93,7 @@ std::string SentencePieceStream::push(int64_t id) {
     const HfSentencePiece& impl = impl_;
     impl.checkId(id);
     if (impl.hfSpecial.count(id)) return {};
-    if (impl.gemma) return impl.addedById.count(id) ? pushGemmaAddedToken(id) : pushPieceToken(id);
+    if (impl.gemma) return impl.added.find(id) ? pushGemmaAddedToken(id) : pushPieceToken(id);
     if (impl.splitOff.count(id)) return pushSplitToken(id);
     return pushPieceToken(id);
 }

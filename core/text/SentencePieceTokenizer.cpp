@@ -68,7 +68,7 @@ std::string SentencePieceTokenizer::piece(int64_t id) const {
 bool SentencePieceTokenizer::isSpecial(int64_t id) const {
     if (!hf_.validId(id)) return false;
     if (hf_.hfSpecial.count(id)) return true;
-    if (hf_.addedById.count(id)) return false;
+    if (hf_.added.find(id)) return false;
     const PieceType t = hf_.spType(static_cast<int>(id));
     return t == PieceType::Control || t == PieceType::Unknown;
 }
