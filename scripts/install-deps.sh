@@ -8,6 +8,7 @@ packages=(
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libstb-dev nlohmann-json3-dev
   libsentencepiece-dev sentencepiece            # spm_train/spm_encode: the demo tokenizer and the tokenizer tests
+  libpcre2-dev libicu-dev                       # byte-level BPE (Qwen2): the pre-tokenizer regex (PCRE2), NFC (ICU unorm2)
   xvfb xauth imagemagick                        # the studio screenshot script
 )
 

@@ -1,6 +1,6 @@
 // tokenizer_config.json and added_tokens.json — see HfTokenizerFiles.h. The defaults and the
 // null handling follow transformers 4.45's LlamaTokenizer (GemmaTokenizer reads the same keys;
-// its own defaults are applied by Tokenizer::Impl, which knows the class).
+// its own defaults are applied by HfSentencePiece, which knows the class).
 #include "text/HfTokenizerFiles.h"
 
 #include "Error.h"
@@ -16,15 +16,6 @@ namespace kvsteer::detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-nlohmann::json readJson(const fs::path& path, const std::string& name) {
-    const std::string text = readWholeFile(path, name);
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        throw Error(name + " at " + path.string() + ": invalid JSON (" + e.what() + ")");
-    }
-}
 
 bool optionalBool(const nlohmann::json& obj, const char* key, bool fallback, const std::string& where) {
     const auto it = obj.find(key);
@@ -84,12 +75,23 @@ std::string readWholeFile(const fs::path& path, const std::string& what) {
     return buf.str();
 }
 
+nlohmann::json readJsonFile(const fs::path& path, const std::string& what) {
+    const std::string text = readWholeFile(path, what);
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(what + " at " + path.string() + ": invalid JSON (" + e.what() + ")");
+    }
+}
+
 void readTokenizerConfig(const fs::path& path, HfConfig& cfg) {
     const std::string where = "tokenizer_config.json at " + path.string();
-    const nlohmann::json j = readJson(path, "tokenizer_config.json");
+    const nlohmann::json j = readJsonFile(path, "tokenizer_config.json");
     if (!j.is_object()) throw Error(where + ": expected a JSON object at the top level");
     cfg.addBos = optionalBool(j, "add_bos_token", true, where);
     cfg.addEos = optionalBool(j, "add_eos_token", false, where);
+    cfg.addBosSet = j.contains("add_bos_token") && !j["add_bos_token"].is_null();
+    cfg.addEosSet = j.contains("add_eos_token") && !j["add_eos_token"].is_null();
     cfg.legacy = optionalBool(j, "legacy", true, where);  // HF: None means legacy
     cfg.addPrefixSpace = optionalBool(j, "add_prefix_space", true, where);
     if (const auto it = j.find("tokenizer_class"); it != j.end() && !it->is_null()) {
@@ -112,7 +114,7 @@ void readTokenizerConfig(const fs::path& path, HfConfig& cfg) {
 
 void readAddedTokensJson(const fs::path& path, HfConfig& cfg) {
     const std::string where = "added_tokens.json at " + path.string();
-    const nlohmann::json j = readJson(path, "added_tokens.json");
+    const nlohmann::json j = readJsonFile(path, "added_tokens.json");
     if (!j.is_object()) throw Error(where + ": expected an object mapping token text to integer id, got " + j.type_name());
     for (const auto& [content, value] : j.items()) {
         if (content.empty()) throw Error(where + ": empty token text");

@@ -4,10 +4,12 @@
 // tokenizer_class) and
 // added_tokens.json, read into plain structs. Kept apart from the tables they feed so that
 // every rule about what these files may contain, and the error that names the file and key
-// when they do not, sits in one place. special_tokens_map.json is not read.
+// when they do not, sits in one place. special_tokens_map.json is not read (the same
+// special tokens are in tokenizer_config.json, which HF lets override it).
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,12 +36,18 @@ struct HfConfig {
     std::map<std::string, TokenSlot> slots;  // bos_token, eos_token, ...
     std::vector<std::string> additionalSpecial;
     bool addBos = true, addEos = false, legacy = true, addPrefixSpace = true;
+    // Whether add_bos_token / add_eos_token were written (non-null): the byte-level BPE
+    // tokenizer has other defaults (adds nothing) and only honours an explicit value.
+    bool addBosSet = false, addEosSet = false;
     std::string tokenizerClass;              // "" when absent or null
 };
 
 // The whole file as bytes; throws kvsteer::Error("<what> at <path>: ...") when it cannot be
 // read. tokenizer.model is read through it too.
 std::string readWholeFile(const std::filesystem::path& path, const std::string& what);
+
+// The file parsed as JSON; throws kvsteer::Error("<what> at <path>: invalid JSON (...)").
+nlohmann::json readJsonFile(const std::filesystem::path& path, const std::string& what);
 
 // Each fills its part of `cfg`; throws kvsteer::Error naming the file and the key.
 void readTokenizerConfig(const std::filesystem::path& path, HfConfig& cfg);

@@ -281,7 +281,7 @@ std::vector<int64_t> SentencePieceBpe::spEncode(std::string_view text, bool dumm
 // One non-byte piece. Returns its text and whether it consumed the leading "▁". The first
 // "▁" is stripped only for models that add a dummy prefix or remove extra whitespace; the
 // non-legacy HF tokenizer loads the model with add_dummy_prefix forced off
-// (Tokenizer::Impl::hfDummyPrefix).
+// (HfSentencePiece::hfDummyPrefix).
 std::pair<std::string, bool> SentencePieceBpe::decodePiece(std::string_view piece, int id, bool isBosWs,
                                                            bool dummyPrefix) const {
     if (spType(id) == PieceType::Control) return {"", false};

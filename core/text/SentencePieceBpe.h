@@ -3,7 +3,7 @@
 // (identity rules only), the merge loop with byte fallback, and the decoder. It is
 // re-implemented rather than linked (libsentencepiece crashes inside our libtorch process)
 // and must stay bit-exact with sentencepiece 0.1.97, i.e. with `spm_encode`/`spm_decode`,
-// which the reference uses. It knows nothing of Hugging Face: Tokenizer::Impl derives from
+// which the reference uses. It knows nothing of Hugging Face: HfSentencePiece derives from
 // it and adds that layer on top.
 #include "text/ProtoReader.h"
 

@@ -1,122 +1,31 @@
-// StreamingDetokenizer — see StreamingDetokenizer.h.
-//
-// Impl::hfDecode(skipSpecial=true) computed incrementally. Special tokens vanish; with the
-// Llama rules non-special added tokens close the current run of ordinary tokens (HF decodes
-// each run separately and joins the parts with " "); with the Gemma rules every added token
-// closes it and the parts are joined with nothing, a "▁" left in the text becoming " ".
-// Inside a run we replay SentencePiece's decoder state (leading-"▁" stripping, byte-piece
-// runs).
+// StreamingDetokenizer — see StreamingDetokenizer.h. Copies clone the state (which refers to
+// the shared, immutable tables of tok_, so the clone stays valid).
 #include "text/StreamingDetokenizer.h"
 
 #include "text/TokenizerImpl.h"
-#include "text/Utf8.h"
 
-#include <string_view>
+#include <utility>
 
 namespace kvsteer {
 
-using detail::bytesToText;
-using detail::decodeUtf8Char;
-using detail::isIncompleteUtf8;
-using detail::kReplacementChar;
-using detail::kSpaceSymbol;
-using detail::PieceType;
-using detail::replaceAll;
-using detail::startsWith;
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok) : tok_(tok), state_(tok.impl_->newDetokenizer()) {}
 
-StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok) : tok_(tok) {}
+StreamingDetokenizer::StreamingDetokenizer(const StreamingDetokenizer& other)
+    : tok_(other.tok_), state_(other.state_->clone()) {}
 
-// Output of the current run; the " " that joins it to the previous part is written only
-// once the run turns out to be non-empty (HF drops empty runs before a split-off token).
-// Gemma's final "▁" -> " " can be applied piecewise: every text passed here is made of whole
-// characters (byte runs are held back until a character is complete).
-std::string StreamingDetokenizer::emit(const std::string& text) {
-    if (text.empty()) return {};
-    std::string out = (!segmentHasText_ && subTextCount_ > 0) ? " " : "";
-    segmentHasText_ = true;
-    return out + (tok_.impl_->gemma ? replaceAll(text, kSpaceSymbol, " ") : text);
-}
-
-std::string StreamingDetokenizer::flushBytes() {
-    std::string text = bytesToText(pendingBytes_);
-    pendingBytes_.clear();
-    return emit(text);
-}
-
-// Emit the pending bytes whose fate is already sealed; keep an incomplete character.
-std::string StreamingDetokenizer::drainDecidableBytes() {
-    std::string text;
-    std::string_view rest = pendingBytes_;
-    while (!rest.empty() && !isIncompleteUtf8(rest)) {
-        size_t n = 1;
-        if (decodeUtf8Char(rest, &n)) text.append(rest.substr(0, n));
-        else text.append(kReplacementChar);
-        rest.remove_prefix(n);
+StreamingDetokenizer& StreamingDetokenizer::operator=(const StreamingDetokenizer& other) {
+    if (this != &other) {
+        tok_ = other.tok_;
+        state_ = other.state_->clone();
     }
-    pendingBytes_ = std::string(rest);
-    return emit(text);
+    return *this;
 }
 
-std::string StreamingDetokenizer::pushPieceToken(int64_t id) {
-    const Tokenizer::Impl& impl = *tok_.impl_;
-    std::string piece = impl.tokenText(id);
-    if (segmentTokens_ == 0 && impl.stripsFirstSpace() && startsWith(piece, kSpaceSymbol)) piece.erase(0, kSpaceSymbol.size());
-    ++segmentTokens_;
+StreamingDetokenizer::StreamingDetokenizer(StreamingDetokenizer&&) noexcept = default;
+StreamingDetokenizer& StreamingDetokenizer::operator=(StreamingDetokenizer&&) noexcept = default;
+StreamingDetokenizer::~StreamingDetokenizer() = default;
 
-    const int spId = impl.spPieceToId(piece);
-    if (impl.spType(spId) == PieceType::Byte) {
-        pendingBytes_.push_back(static_cast<char>(impl.byteValue(spId)));
-        return drainDecidableBytes();
-    }
-    std::string out = flushBytes();
-    if (bosWsSeen_ || segmentHasText_) isBosWs_ = false;
-    auto [decoded, seen] = impl.decodePiece(piece, spId, isBosWs_, impl.hfDummyPrefix());
-    bosWsSeen_ = seen;
-    return out + emit(decoded);
-}
-
-std::string StreamingDetokenizer::pushSplitToken(int64_t id) {
-    std::string out = flushBytes();
-    if (segmentHasText_) ++subTextCount_;
-    resetSegment();
-    if (subTextCount_ > 0) out += ' ';
-    out += tok_.impl_->tokenText(id);
-    ++subTextCount_;
-    return out;
-}
-
-// GemmaTokenizer: an added token ends the SentencePiece run (its held-back bytes are final
-// now) and is written as its text, with nothing joining it to its neighbours.
-std::string StreamingDetokenizer::pushGemmaAddedToken(int64_t id) {
-    std::string out = flushBytes();
-    resetSegment();
-    return out + replaceAll(tok_.impl_->tokenText(id), kSpaceSymbol, " ");
-}
-
-void StreamingDetokenizer::resetSegment() {
-    segmentTokens_ = 0;
-    segmentHasText_ = false;
-    isBosWs_ = true;
-    bosWsSeen_ = false;
-    pendingBytes_.clear();
-}
-
-std::string StreamingDetokenizer::push(int64_t id) {
-    const Tokenizer::Impl& impl = *tok_.impl_;
-    impl.checkId(id);
-    if (impl.hfSpecial.count(id)) return {};
-    if (impl.gemma) return impl.addedById.count(id) ? pushGemmaAddedToken(id) : pushPieceToken(id);
-    if (impl.splitOff.count(id)) return pushSplitToken(id);
-    return pushPieceToken(id);
-}
-
-std::string StreamingDetokenizer::finish() {
-    std::string out = flushBytes();
-    // HF keeps a trailing run even when it decodes to "", so the joining " " still appears.
-    if (segmentTokens_ > 0 && !segmentHasText_ && subTextCount_ > 0) out += ' ';
-    resetSegment();
-    subTextCount_ = 0;
-    return out;
-}
+std::string StreamingDetokenizer::push(int64_t id) { return state_->push(id); }
+std::string StreamingDetokenizer::finish() { return state_->finish(); }
 
 } // namespace kvsteer

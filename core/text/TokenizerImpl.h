@@ -1,72 +1,61 @@
 #pragma once
-// Tokenizer::Impl: the immutable tables behind a Tokenizer — the SentencePiece model it
-// derives from, plus the Hugging Face *slow* tokenizer layer (added and special tokens,
-// BOS/EOS, legacy and non-legacy encoding, decode with HF's spacing rules) in its two
-// flavours: LlamaTokenizer (the default) and GemmaTokenizer. It lives in its
-// own internal header because Tokenizer and StreamingDetokenizer both read it, and callers of
-// the public API should not have to see any of it.
-#include "text/HfTokenizerFiles.h"
-#include "text/SentencePieceBpe.h"
+// Tokenizer::Impl: what a Tokenizer forwards its public calls to. Tokenizer::loadFromDirectory
+// picks one of two implementations by the files a directory has:
+//   detail::SentencePieceTokenizer  tokenizer.model — HF slow LlamaTokenizer / GemmaTokenizer
+//   detail::ByteLevelBpeTokenizer   vocab.json + merges.txt, or tokenizer.json with a BPE
+//                                   model — HF slow Qwen2Tokenizer (GPT-2 style byte level)
+// Each is immutable once loaded and shared by every copy of the Tokenizer. The interface is
+// the public API one to one, so the Tokenizer class itself holds no tokenizer rules at all.
 #include "text/Tokenizer.h"
 
-#include <array>
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace kvsteer {
 
-struct Tokenizer::Impl : detail::SentencePieceBpe {
-    using AddedToken = detail::AddedToken;
+namespace detail {
 
-    std::map<int64_t, AddedToken> addedById;
-    std::unordered_map<std::string, int64_t> addedByContent;
-    std::array<std::vector<const AddedToken*>, 256> addedByFirstByte;  // longest first
-    std::unordered_set<int64_t> hfSpecial;  // HF all_special_ids (skipped by skip_special_tokens)
-    std::unordered_set<int64_t> splitOff;   // HF legacy_added_tokens: decoded as separate " "-joined texts
-    bool addBos = true, addEos = false, legacy = true, addPrefixSpace = true;
-    // GemmaTokenizer rules instead of LlamaTokenizer's (see buildHuggingFace): no legacy /
-    // prefix-space handling, Gemma's default special tokens, and its own _decode.
-    bool gemma = false;
-    std::string unkTokenText = "<unk>";
-    int64_t bos = -1, eos = -1, unk = -1, pad = -1, image = -1;
-    int64_t vocabSize = 0;
+// The running state of one StreamingDetokenizer. Each implementation replays its own decode
+// rules incrementally, so each brings its own state; clone() keeps StreamingDetokenizer
+// copyable.
+class DetokenizerState {
+public:
+    virtual ~DetokenizerState() = default;
+    virtual std::string push(int64_t id) = 0;
+    virtual std::string finish() = 0;
+    virtual std::unique_ptr<DetokenizerState> clone() const = 0;
+};
 
-    // --- construction (after buildSentencePiece)
-    void buildHuggingFace(const detail::HfConfig& cfg);
-    void addToken(const AddedToken& t);
-    int64_t resolveSpecial(const std::string& content);
+} // namespace detail
 
-    // --- lookups over pieces and added tokens
-    int64_t lookup(const std::string& piece) const;
-    bool validId(int64_t id) const;
-    void checkId(int64_t id) const;
-    const std::string& tokenText(int64_t id) const;
+struct Tokenizer::Impl {
+    virtual ~Impl() = default;
 
-    // The dummy prefix the slow tokenizer's SentencePiece model runs with: LlamaTokenizer
-    // turns it off when not legacy, GemmaTokenizer leaves the model as it is.
-    bool hfDummyPrefix() const { return gemma ? addDummyPrefix : legacy && addDummyPrefix; }
-    // LlamaTokenizer drops the "▁" it (or the dummy prefix) put in front of the first token
-    // of every decoded run; GemmaTokenizer never adds one, so it keeps them all.
-    bool stripsFirstSpace() const { return !gemma && addPrefixSpace; }
-    // GemmaTokenizer.tokenize is the plain PreTrainedTokenizer.tokenize, which is what
-    // LlamaTokenizer does when legacy.
-    bool plainTokenize() const { return gemma || legacy; }
+    virtual std::vector<int64_t> encode(const std::string& text, bool addSpecial) const = 0;
+    virtual std::string decode(const std::vector<int64_t>& ids, bool skipSpecial) const = 0;
+    // SentencePiece's own encode/decode: only a SentencePiece tokenizer has them.
+    virtual std::vector<int64_t> encodeSentencePiece(const std::string& text) const = 0;
+    virtual std::string decodeSentencePiece(const std::vector<int64_t>& ids) const = 0;
 
-    // --- encode
-    std::vector<std::string> splitOnAddedTokens(const std::string& text) const;
-    void applyAddedTokenStripping(std::vector<std::string>& parts) const;
-    std::vector<int64_t> tokenizeLegacy(const std::string& text) const;
-    std::vector<int64_t> tokenizeNonLegacy(const std::string& text) const;
+    virtual std::string piece(int64_t id) const = 0;
+    virtual int64_t pieceToId(const std::string& piece) const = 0;
+    virtual int64_t vocabSize() const = 0;
+    virtual int64_t sentencePieceSize() const = 0;
+    virtual int64_t bosId() const = 0;
+    virtual int64_t eosId() const = 0;
+    virtual int64_t unkId() const = 0;
+    virtual int64_t imageTokenId() const = 0;
+    virtual int64_t padId() const = 0;
+    virtual bool isSpecial(int64_t id) const = 0;
+    virtual bool addBosToken() const = 0;
+    virtual bool addEosToken() const = 0;
+    virtual bool legacy() const = 0;
 
-    // --- decode
-    std::string convertTokensToString(const std::vector<int64_t>& ids) const;
-    std::string hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const;
-    std::string llamaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const;
-    std::string gemmaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const;
+    // A fresh streaming state that decodes like decode(ids, skipSpecial=true). It may keep a
+    // reference to this Impl: the StreamingDetokenizer holds the Tokenizer that owns it.
+    virtual std::unique_ptr<detail::DetokenizerState> newDetokenizer() const = 0;
 };
 
 } // namespace kvsteer

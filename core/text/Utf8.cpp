@@ -118,6 +118,29 @@ bool isIncompleteUtf8(std::string_view b) {
     return true;
 }
 
+size_t pythonUtf8Step(std::string_view s, bool* valid) {
+    size_t n = 1;
+    *valid = decodeUtf8Char(s, &n);
+    if (*valid) return n;
+    // The longest proper prefix of a well-formed character is what one U+FFFD replaces.
+    size_t k = 1;
+    while (k < s.size() && isIncompleteUtf8(s.substr(0, k + 1))) ++k;
+    return k;
+}
+
+std::string pythonUtf8Decode(std::string_view bytes) {
+    std::string out;
+    out.reserve(bytes.size());
+    while (!bytes.empty()) {
+        bool valid = false;
+        const size_t n = pythonUtf8Step(bytes, &valid);
+        if (valid) out.append(bytes.substr(0, n));
+        else out.append(kReplacementChar);
+        bytes.remove_prefix(n);
+    }
+    return out;
+}
+
 std::string pythonLstrip(std::string_view s) {
     size_t n = 0;
     while (!s.empty() && decodeUtf8Char(s, &n) && isPythonWhitespace(codepointOf(s.substr(0, n))))

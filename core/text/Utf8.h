@@ -38,6 +38,14 @@ std::string bytesToText(std::string_view bytes);
 // decodeUtf8Char accepts.) Used by the streaming detokenizer to hold bytes back.
 bool isIncompleteUtf8(std::string_view b);
 
+// Python's bytes.decode("utf-8", errors="replace"), which byte-level BPE tokenizers (GPT-2,
+// Qwen2) return: each *maximal subpart* of an ill-formed sequence becomes one U+FFFD (E2 82 then
+// end -> one U+FFFD, where bytesToText gives two), then decoding resumes at the next byte.
+std::string pythonUtf8Decode(std::string_view bytes);
+// How many bytes at the start of `s` the step above consumes: the valid character's length,
+// or the length of the maximal subpart it replaces (at least 1). `s` must not be empty.
+size_t pythonUtf8Step(std::string_view s, bool* valid);
+
 // Python's str.lstrip() / str.rstrip() with no argument: the lstrip/rstrip flags of added
 // tokens strip whatever Python calls whitespace, which is more than ASCII spaces.
 std::string pythonLstrip(std::string_view s);

@@ -1,10 +1,10 @@
-// Tokenizer::Impl, the Hugging Face slow LlamaTokenizer / GemmaTokenizer layer — see
-// TokenizerImpl.h.
+// HfSentencePiece, the Hugging Face slow LlamaTokenizer / GemmaTokenizer layer — see
+// HfSentencePiece.h.
 //
 // Follows transformers 4.45: tokenization_utils.py (added-token registration, tokenize,
 // _decode), tokenization_llama.py (tokenize/_tokenize, convert_tokens_to_string) and
 // tokenization_gemma.py (its defaults and its own _decode).
-#include "text/TokenizerImpl.h"
+#include "text/HfSentencePiece.h"
 
 #include "Error.h"
 #include "text/Utf8.h"
@@ -17,40 +17,24 @@ namespace kvsteer {
 
 using detail::HfConfig;
 using detail::kSpaceSymbol;
-using detail::oneCharLen;
-using detail::pythonLstrip;
-using detail::pythonRstrip;
 using detail::replaceAll;
 using detail::startsWith;
 
-// Registers an added token by id (the first definition of an id wins). HF's
-// added_tokens_encoder is built in ascending id order, so for a content listed twice the
-// highest id is the one text maps to.
-void Tokenizer::Impl::addToken(const AddedToken& t) {
-    if (!addedById.emplace(t.id, t).second) return;
-    const auto [it, inserted] = addedByContent.emplace(t.content, t.id);
-    if (!inserted && it->second < t.id) it->second = t.id;
+// Registers an added token (AddedVocabulary's rules) and grows the vocabulary to hold it.
+void detail::HfSentencePiece::addToken(const AddedToken& t) {
+    added.add(t);
     vocabSize = std::max(vocabSize, t.id + 1);
 }
 
 // HF registers every configured special token as an added token: it keeps the id it
 // already has (added token or piece), or is appended at the end of the vocabulary.
-int64_t Tokenizer::Impl::resolveSpecial(const std::string& content) {
+int64_t detail::HfSentencePiece::resolveSpecial(const std::string& content) {
     int64_t id = lookup(content);
     if (id < 0) {
-        AddedToken t;
-        t.content = content;
-        t.id = vocabSize;
-        t.special = true;
-        addToken(t);
-        id = t.id;
-    } else if (!addedByContent.count(content)) {
-        AddedToken t;  // a piece of the model used as a special token: split on it too
-        t.content = content;
-        t.id = id;
-        t.special = true;
-        addedByContent.emplace(content, id);
-        addedById.emplace(id, t);
+        id = added.addSpecial(content, vocabSize);
+        vocabSize = std::max(vocabSize, id + 1);
+    } else if (added.idOf(content) < 0) {
+        added.addSpecial(content, id);  // a piece of the model used as a special token: split on it too
     }
     hfSpecial.insert(id);
     return id;
@@ -70,7 +54,7 @@ bool isGemmaClass(const std::string& tokenizerClass) {
 
 } // namespace
 
-void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
+void detail::HfSentencePiece::buildHuggingFace(const HfConfig& cfg) {
     vocabSize = static_cast<int64_t>(pieces.size());
     gemma = isGemmaClass(cfg.tokenizerClass);
     addBos = cfg.addBos;
@@ -86,7 +70,7 @@ void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
             addToken(t);
         }
     }
-    for (const auto& [id, t] : addedById)
+    for (const auto& [id, t] : added.byId())
         if (t.special) hfSpecial.insert(id);
 
     // The class's __init__ defaults, overridden by tokenizer_config.json (null = no such token).
@@ -106,7 +90,7 @@ void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
         const int64_t id = resolveSpecial(c);
         if (id >= static_cast<int64_t>(pieces.size())) splitOff.insert(id);
     }
-    for (const auto& [id, t] : addedById)
+    for (const auto& [id, t] : added.byId())
         if (!hfSpecial.count(id)) splitOff.insert(id);
 
     const auto slotId = [&](const char* slot) { auto it = slotIds.find(slot); return it == slotIds.end() ? int64_t{-1} : it->second; };
@@ -119,9 +103,7 @@ void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
     if (pad < 0) pad = lookup("<pad>");
     image = lookup("<image>");
 
-    for (const auto& [id, t] : addedById) addedByFirstByte[static_cast<unsigned char>(t.content[0])].push_back(&t);
-    for (auto& bucket : addedByFirstByte)
-        std::stable_sort(bucket.begin(), bucket.end(), [](const AddedToken* a, const AddedToken* b) { return a->content.size() > b->content.size(); });
+    added.buildIndex();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -129,25 +111,25 @@ void Tokenizer::Impl::buildHuggingFace(const HfConfig& cfg) {
 // ---------------------------------------------------------------------------------------
 
 // HF convert_tokens_to_ids without the <unk> fallback: added tokens first.
-int64_t Tokenizer::Impl::lookup(const std::string& piece) const {
-    if (auto it = addedByContent.find(piece); it != addedByContent.end()) return it->second;
+int64_t detail::HfSentencePiece::lookup(const std::string& piece) const {
+    if (const int64_t id = added.idOf(piece); id >= 0) return id;
     if (auto it = reserved.find(piece); it != reserved.end()) return it->second;
     if (auto it = mergeable.find(piece); it != mergeable.end()) return it->second;
     return -1;
 }
 
-bool Tokenizer::Impl::validId(int64_t id) const {
-    return id >= 0 && (id < static_cast<int64_t>(pieces.size()) || addedById.count(id));
+bool detail::HfSentencePiece::validId(int64_t id) const {
+    return id >= 0 && (id < static_cast<int64_t>(pieces.size()) || added.find(id));
 }
 
-void Tokenizer::Impl::checkId(int64_t id) const {
+void detail::HfSentencePiece::checkId(int64_t id) const {
     if (!validId(id))
         throw Error("token id " + std::to_string(id) + " is out of range for the tokenizer at " + modelPath + " (" +
                     std::to_string(pieces.size()) + " pieces, " + std::to_string(vocabSize) + " ids with added tokens)");
 }
 
-const std::string& Tokenizer::Impl::tokenText(int64_t id) const {
-    if (auto it = addedById.find(id); it != addedById.end()) return it->second.content;
+const std::string& detail::HfSentencePiece::tokenText(int64_t id) const {
+    if (const AddedToken* t = added.find(id)) return t->content;
     return pieces[static_cast<size_t>(id)].text;
 }
 
@@ -155,58 +137,14 @@ const std::string& Tokenizer::Impl::tokenText(int64_t id) const {
 // Encode
 // ---------------------------------------------------------------------------------------
 
-// tokens_trie.split: cut the text around added tokens, leftmost match first and the
-// longest one at a position. No empty parts.
-std::vector<std::string> Tokenizer::Impl::splitOnAddedTokens(const std::string& text) const {
-    std::vector<std::string> parts;
-    size_t plainStart = 0, pos = 0;
-    while (pos < text.size()) {
-        const AddedToken* match = nullptr;
-        for (const AddedToken* t : addedByFirstByte[static_cast<unsigned char>(text[pos])])
-            if (text.compare(pos, t->content.size(), t->content) == 0) { match = t; break; }
-        if (!match) {
-            pos += std::min(text.size() - pos, oneCharLen(static_cast<unsigned char>(text[pos])));
-            continue;
-        }
-        if (pos > plainStart) parts.push_back(text.substr(plainStart, pos - plainStart));
-        parts.push_back(match->content);
-        pos += match->content.size();
-        plainStart = pos;
-    }
-    if (plainStart < text.size()) parts.push_back(text.substr(plainStart));
-    return parts;
-}
-
-// The lstrip/rstrip/single_word handling of PreTrainedTokenizer.tokenize, applied in place
-// to neighbouring parts exactly as HF does (in order, on the already-modified list).
-void Tokenizer::Impl::applyAddedTokenStripping(std::vector<std::string>& parts) const {
-    for (size_t i = 0; i < parts.size(); ++i) {
-        const auto it = addedByContent.find(parts[i]);
-        if (it == addedByContent.end()) continue;
-        const AddedToken& tok = addedById.at(it->second);
-        std::string* left = i > 0 ? &parts[i - 1] : nullptr;
-        std::string* right = i + 1 < parts.size() ? &parts[i + 1] : nullptr;
-        if (tok.rstrip && right && !right->empty()) *right = pythonLstrip(*right);
-        if (tok.lstrip && left && !left->empty()) *left = pythonRstrip(*left);
-        if (tok.singleWord && left && !left->empty() && left->back() != ' ') {
-            *left += parts[i];
-            parts[i].clear();
-        } else if (tok.singleWord && right && !right->empty() && right->front() != ' ') {
-            parts[i] += *right;
-            right->clear();
-        }
-    }
-}
-
 // legacy=true: every non-special part is encoded by SentencePiece on its own.
-std::vector<int64_t> Tokenizer::Impl::tokenizeLegacy(const std::string& text) const {
-    std::vector<std::string> parts = splitOnAddedTokens(text);
-    applyAddedTokenStripping(parts);
+std::vector<int64_t> detail::HfSentencePiece::tokenizeLegacy(const std::string& text) const {
+    const std::vector<std::string> parts = added.split(text);
     std::vector<int64_t> ids;
     for (const std::string& part : parts) {
         if (part.empty()) continue;
-        if (auto it = addedByContent.find(part); it != addedByContent.end()) {
-            ids.push_back(it->second);
+        if (const int64_t id = added.idOf(part); id >= 0) {
+            ids.push_back(id);
             continue;
         }
         const auto chunk = spEncode(part, addDummyPrefix);
@@ -219,20 +157,19 @@ std::vector<int64_t> Tokenizer::Impl::tokenizeLegacy(const std::string& text) co
 // prefix; one "▁" is put in front of the whole text instead, and a part starting with a
 // space is encoded behind the unk token text (then those pieces are dropped) so that
 // SentencePiece does not eat its leading "▁".
-std::vector<int64_t> Tokenizer::Impl::tokenizeNonLegacy(const std::string& input) const {
+std::vector<int64_t> detail::HfSentencePiece::tokenizeNonLegacy(const std::string& input) const {
     if (input.empty()) return {};
     std::string text = replaceAll(input, kSpaceSymbol, " ");
     if (addPrefixSpace) text.insert(0, kSpaceSymbol);
-    std::vector<std::string> parts = splitOnAddedTokens(text);
-    applyAddedTokenStripping(parts);
+    const std::vector<std::string> parts = added.split(text);
 
     const size_t unkLength = spEncode(unkTokenText, false).size();
     std::vector<int64_t> ids;
     std::vector<bool> fromAdded;
     for (const std::string& part : parts) {
         if (part.empty()) continue;
-        if (auto it = addedByContent.find(part); it != addedByContent.end()) {
-            ids.push_back(it->second);
+        if (const int64_t id = added.idOf(part); id >= 0) {
+            ids.push_back(id);
             fromAdded.push_back(true);
             continue;
         }
@@ -258,7 +195,7 @@ std::vector<int64_t> Tokenizer::Impl::tokenizeNonLegacy(const std::string& input
 // ---------------------------------------------------------------------------------------
 
 // LlamaTokenizer.convert_tokens_to_string.
-std::string Tokenizer::Impl::convertTokensToString(const std::vector<int64_t>& ids) const {
+std::string detail::HfSentencePiece::convertTokensToString(const std::vector<int64_t>& ids) const {
     std::vector<std::string> tokens;
     tokens.reserve(ids.size());
     for (int64_t id : ids) tokens.push_back(tokenText(id));
@@ -283,13 +220,13 @@ std::string Tokenizer::Impl::convertTokensToString(const std::vector<int64_t>& i
     return out + spDecode(sub, hfDummyPrefix());
 }
 
-std::string Tokenizer::Impl::hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+std::string detail::HfSentencePiece::hfDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
     return gemma ? gemmaDecode(ids, skipSpecial) : llamaDecode(ids, skipSpecial);
 }
 
 // PreTrainedTokenizer._decode with spaces_between_special_tokens=True (HF's default; the
 // value stored in tokenizer_config.json is not consulted by decode()).
-std::string Tokenizer::Impl::llamaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+std::string detail::HfSentencePiece::llamaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
     std::vector<std::string> subTexts;
     std::vector<int64_t> current;
     for (int64_t id : ids) {
@@ -323,14 +260,14 @@ std::string Tokenizer::Impl::llamaDecode(const std::vector<int64_t>& ids, bool s
 // decode() does not pass the tokenizer_config.json value). No prefix space is removed and no
 // clean-up is done; a "▁" still left at the end (in an added token's text, or assembled from
 // byte pieces) becomes a space.
-std::string Tokenizer::Impl::gemmaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
+std::string detail::HfSentencePiece::gemmaDecode(const std::vector<int64_t>& ids, bool skipSpecial) const {
     std::string out;
     std::vector<std::string> run;
     for (int64_t id : ids) {
         checkId(id);  // the slow tokenizer raises "piece id is out of range"
         if (skipSpecial && hfSpecial.count(id)) continue;
-        if (const auto it = addedById.find(id); it != addedById.end()) {
-            out += spDecode(run, hfDummyPrefix()) + it->second.content;
+        if (const AddedToken* t = added.find(id)) {
+            out += spDecode(run, hfDummyPrefix()) + t->content;
             run.clear();
         } else {
             run.push_back(pieces[static_cast<size_t>(id)].text);
