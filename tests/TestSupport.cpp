@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 std::string referenceDir() { return fs::path(KVSTEER_REFERENCE_DIR).lexically_normal().string(); }
 std::string referenceModelDir() { return referenceDir() + "/tiny-llava"; }
 std::string referencePaliGemmaDir() { return referenceDir() + "/tiny-paligemma"; }
+std::string referenceQwen2VlDir() { return referenceDir() + "/tiny-qwen2vl"; }
 std::string referenceTensorsPath(const std::string& caseName) { return referenceDir() + "/expected/" + caseName + ".safetensors"; }
 std::string cliPath() { return KVSTEER_CLI_PATH; }
 
@@ -51,7 +52,9 @@ std::string newerName(const std::string& n) {
              {"language_model.model.", "model.language_model."},
              {"language_model.lm_head.", "lm_head."},
              {"vision_tower.", "model.vision_tower."},
-             {"multi_modal_projector.", "model.multi_modal_projector."}})
+             {"multi_modal_projector.", "model.multi_modal_projector."},
+             {"visual.", "model.visual."},                       // Qwen2-VL
+             {"model.", "model.language_model."}})
         if (auto s = swap(from, to); !s.empty()) return s;
     return n;
 }
@@ -97,6 +100,22 @@ void writeConvertedPaliGemma(const std::string& dir, c10::ScalarType dtype, int6
                   "num_key_value_heads": 1, "head_dim": 16, "vocab_size": 2240, "model_type": "gemma"},
   "vision_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3, "num_attention_heads": 2,
                     "patch_size": 14, "model_type": "siglip_vision_model"}
+}
+)");
+}
+
+void writeConvertedQwen2Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes) {
+    // Qwen2VLConfig's defaults left out (rope_theta 1e6, hidden_act silu, the vision tower's
+    // patch sizes); rms_norm_eps and tie_word_embeddings differ from them and stay.
+    writeConvertedCopy(referenceQwen2VlDir(), dir, dtype, maxShardBytes, R"({
+  "architectures": ["Qwen2VLForConditionalGeneration"],
+  "model_type": "qwen2_vl",
+  "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "tie_word_embeddings": true, "vocab_size": 3072,
+  "bos_token_id": 3000, "eos_token_id": 3002, "image_token_id": 3012, "video_token_id": 3013,
+  "vision_start_token_id": 3009, "vision_end_token_id": 3010, "vision_token_id": 3011,
+  "rope_scaling": {"mrope_section": [2, 3, 3], "type": "mrope"},
+  "vision_config": {"depth": 2, "embed_dim": 32, "hidden_size": 64, "mlp_ratio": 2, "num_heads": 2}
 }
 )");
 }

@@ -12,6 +12,7 @@ namespace kvsteer::test {
 std::string referenceDir();                // ../shared/reference
 std::string referenceModelDir();           // ../shared/reference/tiny-llava
 std::string referencePaliGemmaDir();       // ../shared/reference/tiny-paligemma
+std::string referenceQwen2VlDir();         // ../shared/reference/tiny-qwen2vl
 std::string referenceTensorsPath(const std::string& caseName);   // expected/<case>.safetensors
 std::string cliPath();                     // the built kvsteer executable
 
@@ -30,6 +31,8 @@ void writeConvertedCopy(const std::string& source, const std::string& dir, c10::
 void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
 // The same for tiny-paligemma, its config trimmed to what differs from PaliGemma's defaults.
 void writeConvertedPaliGemma(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
+// The same for tiny-qwen2vl (transformers >= 4.52 names: model.language_model.*, model.visual.*).
+void writeConvertedQwen2Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
 // The reference checkpoint's language model alone, as a plain Llama directory (model_type llama,
 // model.* and lm_head.weight names), for text-only use.
 void writePlainLlamaFromReference(const std::string& dir);

@@ -65,21 +65,6 @@ GridThw gridOf(const at::Tensor& imageGridThw) {   // [1, 3]
     return {g.at(0), g.at(1), g.at(2)};
 }
 
-// The whole reference checkpoint in bfloat16, sharded, under transformers >= 4.52's names.
-void writeBf16NewerNames(const std::string& dir) {
-    const SafeTensorsFile source(modelDir() + "/model.safetensors");
-    const std::vector<std::string> names = source.names();
-    std::vector<TensorSpec> layout;
-    for (const auto& name : names) {
-        const std::string renamed = name.rfind("visual.", 0) == 0 ? "model." + name
-                                    : name.rfind("model.", 0) == 0 ? "model.language_model." + name.substr(6)
-                                                                   : name;
-        layout.push_back({renamed, source.info(name).shape});
-    }
-    size_t i = 0;
-    writeCheckpoint(dir, layout, at::kBFloat16, 256 * 1024, [&](const TensorSpec&) { return source.tensor(names[i++]); });
-}
-
 // Runs `f` and returns the kvsteer::Error message it throws ("" when it does not throw).
 template <typename F>
 std::string errorOf(F&& f) {
@@ -124,7 +109,7 @@ private slots:
         vision_ = qwen2VisionConfigFromConfigJson(readText(modelDir() + "/config.json"), modelDir() + "/config.json");
         QVERIFY(tmp_.isValid());
         const std::string bf16Dir = tmp_.filePath("bf16").toStdString();
-        writeBf16NewerNames(bf16Dir);
+        writeConvertedQwen2Vl(bf16Dir, at::kBFloat16, 256 * 1024);
 
         const Checkpoint f32 = Checkpoint::open(modelDir());
         const Checkpoint bf16 = Checkpoint::open(bf16Dir);
