@@ -1,5 +1,6 @@
 // The steering engine on the reference checkpoints of every family (LLaVA: causal prompt, 24x24
-// grid after the text; PaliGemma: prefix-LM prompt, 16x16 grid first, positions from 1): zero
+// grid after the text; PaliGemma: prefix-LM prompt, 16x16 grid first, positions from 1;
+// Qwen2-VL: a non-square 10x18 grid, M-RoPE positions): zero
 // plans are bit-identical, edits stay exactly where the plan says, every operator equals its
 // formula computed here independently, spotlight acts as a logit bias, vector files round-trip
 // and refuse other models and families, side-by-side batching equals separate runs, and the
@@ -47,13 +48,17 @@ SteeringVectors randomVectors(const Model& m, KeySpace space, uint64_t seed) {
     return v;
 }
 
-// Independent RoPE: rotate-half by angle pos / theta^(2i/d), in double precision.
-at::Tensor ropeByHand(const at::Tensor& x, int64_t pos, double theta) {
+// Independent RoPE: rotate-half by angle pos / theta^(2i/d), in double precision. `pos` holds one
+// position per axis; under M-RoPE frequency i reads the axis its section gives (t, h, w).
+at::Tensor ropeByHand(const at::Tensor& x, const std::vector<int64_t>& pos, const std::vector<int>& sections, double theta) {
     const int64_t d = x.size(-1), half = d / 2;
+    std::vector<size_t> axisOf;
+    for (size_t a = 0; a < sections.size(); ++a) axisOf.insert(axisOf.end(), size_t(sections[a]), a);
     at::Tensor out = x.to(at::kDouble).clone();
     auto in = x.to(at::kDouble);
     for (int64_t i = 0; i < half; ++i) {
-        const double angle = double(pos) / std::pow(theta, double(2 * i) / double(d));
+        const int64_t p = pos[axisOf.empty() ? 0 : axisOf[size_t(i)]];
+        const double angle = double(p) / std::pow(theta, double(2 * i) / double(d));
         at::Tensor a = in.select(-1, i), b = in.select(-1, i + half);
         out.select(-1, i).copy_(a * std::cos(angle) - b * std::sin(angle));
         out.select(-1, i + half).copy_(b * std::cos(angle) + a * std::sin(angle));
@@ -67,18 +72,20 @@ class TestSteering : public QObject {
     Q_OBJECT
 
 public:
-    TestSteering(std::string modelDir, std::string otherFamilyDir) : modelDir_(std::move(modelDir)), otherFamilyDir_(std::move(otherFamilyDir)) {}
+    TestSteering(std::string modelDir, std::string otherFamilyDir, std::string image)
+        : modelDir_(std::move(modelDir)), otherFamilyDir_(std::move(otherFamilyDir)), image_(std::move(image)) {}
 
 private:
-    std::string modelDir_, otherFamilyDir_;
+    std::string modelDir_, otherFamilyDir_, image_;
     std::shared_ptr<Model> model_;
     std::unique_ptr<Session> session_;
     QTemporaryDir tmp_;
-    int grid_ = 0;     // the family's grid side (24 LLaVA, 16 PaliGemma)
-    int head_ = 0;     // the KV head the plans edit (the last one)
+    int gridH_ = 0, gridW_ = 0;   // the prompt's grid (24x24 LLaVA, 16x16 PaliGemma, 10x18 Qwen2-VL here)
+    int head_ = 0;                // the KV head the plans edit (the last one)
 
-    at::Tensor rectStrength(int r0, int c0, int r1, int c1, float value = 1.0f) const {
-        at::Tensor s = at::zeros({grid_, grid_});
+    at::Tensor rectStrength(int r0, int c0, int r1, int c1, float value = 1.0f) const { return rectOn(gridH_, gridW_, r0, c0, r1, c1, value); }
+    static at::Tensor rectOn(int h, int w, int r0, int c0, int r1, int c1, float value = 1.0f) {
+        at::Tensor s = at::zeros({h, w});
         s.narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1).fill_(value);
         return s;
     }
@@ -134,10 +141,11 @@ private slots:
         model_ = loadModel(modelDir_);
         qInfo("family: %s (%s)", model_->familyName().c_str(), modelDir_.c_str());
         session_ = std::make_unique<Session>(model_);
-        const ImageU8 image = loadImage(referenceDir() + "/images/red_square_336x336.png");
+        const ImageU8 image = loadImage(referenceDir() + "/images/" + image_);
         session_->prefill(buildPrompt(*model_, "What is shown in this image?", false, &image), 16);
-        grid_ = session_->snapshot().visualSpan.gridWidth;
-        QCOMPARE(session_->snapshot().visualSpan.gridHeight, grid_);
+        gridH_ = session_->snapshot().visualSpan.gridHeight;
+        gridW_ = session_->snapshot().visualSpan.gridWidth;
+        QVERIFY(gridH_ >= 8 && gridW_ >= 10);   // room for the plans' rectangles
         head_ = model_->config().text.numKvHeads - 1;
         QVERIFY(tmp_.isValid());
     }
@@ -152,7 +160,7 @@ private slots:
             for (auto mode : {PlanMode::EditOnly, PlanMode::Propagate}) {
                 SteeringPlan zeroStrength = basePlan(op);
                 zeroStrength.mode = mode;
-                zeroStrength.strength = at::zeros({grid_, grid_});
+                zeroStrength.strength = at::zeros({gridH_, gridW_});
                 SteeringPlan zeroCoefficient = basePlan(op);
                 zeroCoefficient.mode = mode;
                 zeroCoefficient.ck = {0.0};
@@ -198,8 +206,9 @@ private slots:
         at::Tensor k0 = editedRows(session_->snapshot(), true, p), k1 = editedRows(s.cache, true, p);
         at::Tensor f = factors(p, 1.5);
         for (int64_t i = 0; i < idx.numel(); ++i) {
-            const int64_t pos = session_->snapshot().positions(span.start + idx[i].item<int64_t>(), 1).item<int64_t>();
-            at::Tensor expected = k0[i] + f[i] * ropeByHand(p.vectors.keys[1][head_], pos, model_->config().text.ropeTheta);
+            const std::vector<int64_t> pos = toIds(session_->snapshot().positions(span.start + idx[i].item<int64_t>(), 1));
+            const TextConfig& t = model_->config().text;
+            at::Tensor expected = k0[i] + f[i] * ropeByHand(p.vectors.keys[1][head_], pos, t.mropeSection, t.ropeTheta);
             QVERIFY(maxAbsDiff(k1[i], expected) <= 1e-5);
         }
         // Values have no RoPE: a plain add.
@@ -319,7 +328,7 @@ private slots:
             p.headMask.clear();
             p.cv = {4.0};
             p.ck = {4.0};
-            p.strength = rectStrength(0, 0, grid_ - 1, grid_ - 1);
+            p.strength = rectStrength(0, 0, gridH_ - 1, gridW_ - 1);
             const SteeredCache s = applyPlan(*session_, p);
             GenerationOptions gen;
             gen.maxNewTokens = 12;
@@ -336,8 +345,9 @@ private slots:
     }
 
     void vectorFilesRoundTripAndRefuseOtherModels() {
-        const ImageU8 a = loadImage(referenceDir() + "/images/red_square_336x336.png");
-        const ImageU8 b = loadImage(referenceDir() + "/images/gradient_500x300.png");
+        const ImageU8 a = loadImage(referenceDir() + "/images/" + image_);
+        ImageU8 b = a;   // the same size (one grid for per-position vectors), colours inverted
+        for (uint8_t& v : b.rgb) v = uint8_t(255 - v);
         const std::string path = tmp_.filePath("v.safetensors").toStdString();
         for (bool perPosition : {false, true}) {
             ExtractOptions o;
@@ -372,6 +382,7 @@ private slots:
         // The same model under another directory layout (16-bit shards, trimmed config) is accepted...
         const std::string same = tmp_.filePath("same").toStdString();
         if (model_->config().modelType == "paligemma") writeConvertedPaliGemma(same, at::kBFloat16, 256 * 1024);
+        else if (model_->config().modelType == "qwen2_vl") writeConvertedQwen2Vl(same, at::kBFloat16, 256 * 1024);
         else writeConvertedReferenceModel(same, at::kHalf, 3 * 1024 * 1024);
         loadSteeringFile(path, *loadModel(same));
         // ...a model of another family is refused, naming both...
@@ -386,8 +397,9 @@ private slots:
         copyModelMetadata(other, modelDir_);
         std::filesystem::copy_file(modelDir_ + "/model.safetensors", other + "/model.safetensors");
         nlohmann::json config = nlohmann::json::parse(std::ifstream(other + "/config.json"));
-        const double eps = config["text_config"].value("rms_norm_eps", 1e-6);   // Gemma's default when absent
-        config["text_config"]["rms_norm_eps"] = eps == 1e-5 ? 1e-6 : 1e-5;
+        nlohmann::json& text = config.contains("text_config") ? config["text_config"] : config;   // Qwen2-VL: top level
+        const double eps = text.value("rms_norm_eps", 1e-6);   // Gemma's default when absent
+        text["rms_norm_eps"] = eps == 1e-5 ? 1e-6 : 1e-5;
         std::ofstream(other + "/config.json", std::ios::trunc) << config.dump(2);
         try {
             loadSteeringFile(path, *loadModel(other));
@@ -398,8 +410,9 @@ private slots:
     }
 
     void pcaAlignsWithTheMean() {
-        const ImageU8 a = loadImage(referenceDir() + "/images/red_square_336x336.png");
-        const ImageU8 b = loadImage(referenceDir() + "/images/gradient_500x300.png");
+        const ImageU8 a = loadImage(referenceDir() + "/images/" + image_);
+        ImageU8 b = a;
+        for (uint8_t& v : b.rgb) v = uint8_t(255 - v);
         ExtractOptions mean, pca;
         pca.pca = true;
         const SteeringVectors m = extractImagePair(model_, "What is shown?", a, b, mean);
@@ -408,31 +421,33 @@ private slots:
     }
 
     void masksFromEveryForm() {
-        QVERIFY(at::equal(loadMask("rect:2,3,5,9", grid_, grid_), rectStrength(2, 3, 5, 9)));
-        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:5,3,2,9", grid_, grid_));
-        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:0,0," + std::to_string(grid_) + ",3", grid_, grid_));
+        QVERIFY(at::equal(loadMask("rect:2,3,5,9", gridH_, gridW_), rectStrength(2, 3, 5, 9)));
+        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:5,3,2,9", gridH_, gridW_));
+        QVERIFY_THROWS_EXCEPTION(Error, loadMask("rect:0,0," + std::to_string(gridH_) + ",3", gridH_, gridW_));
         const std::string png = tmp_.filePath("m.png").toStdString();
         saveMaskPng(png, rectStrength(2, 3, 5, 9));
-        QVERIFY(at::equal(loadMask(png, grid_, grid_), rectStrength(2, 3, 5, 9)));
+        QVERIFY(at::equal(loadMask(png, gridH_, gridW_), rectStrength(2, 3, 5, 9)));
         const std::string npy = tmp_.filePath("m.npy").toStdString();
         {
             std::ofstream out(npy, std::ios::binary);
-            const std::string side = std::to_string(grid_);
-            std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + side + ", " + side + "), }";
+            std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(gridH_) + ", " + std::to_string(gridW_) + "), }";
             while ((10 + header.size() + 1) % 64) header += ' ';
             header += '\n';
             out << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff) << char(header.size() >> 8) << header;
             at::Tensor m = rectStrength(1, 1, 2, 2, 0.5f);
-            out.write(reinterpret_cast<const char*>(m.data_ptr<float>()), grid_ * grid_ * 4);
+            out.write(reinterpret_cast<const char*>(m.data_ptr<float>()), gridH_ * gridW_ * 4);
         }
-        QVERIFY(at::equal(loadMask(npy, grid_, grid_), rectStrength(1, 1, 2, 2, 0.5f)));
+        QVERIFY(at::equal(loadMask(npy, gridH_, gridW_), rectStrength(1, 1, 2, 2, 0.5f)));
     }
 
     void brightPatchLightsUpExactlyItsCells() {
-        // A black image of the tower's own size (no resize, no crop) with a white block over grid
-        // rows 3..6, columns 9..13: not symmetric, so a transposed or mirrored grid would show.
-        const int size = model_->config().vision.imageSize, cell = model_->config().vision.patchSize;
-        ImageU8 img(size, size);
+        // A black image the processor keeps as it is (no resize, no crop), one cell = `cell` px,
+        // with a white block over grid rows 3..6, columns 9..13: not symmetric, so a transposed or
+        // mirrored grid would show. Qwen2-VL's is 8x16 cells of 28 px (not square).
+        const bool dynamic = model_->patchGrid().cells() == 0;
+        const int cell = model_->config().vision.patchSize;
+        const int rows = dynamic ? 8 : model_->config().vision.gridSize(), cols = dynamic ? 16 : rows;
+        ImageU8 img(cols * cell, rows * cell);
         for (int y = 3 * cell; y < 7 * cell; ++y)
             for (int x = 9 * cell; x < 14 * cell; ++x)
                 for (int c = 0; c < 3; ++c) img.at(y, x, c) = 255;
@@ -443,13 +458,13 @@ private slots:
         SteeringPlan p = basePlan(SteeringOperator::Add);
         p.layers = {};
         p.headMask.clear();
-        p.strength = loadMask(png, grid_, grid_);   // the image itself is the painted mask
+        p.strength = loadMask(png, rows, cols);   // the image itself is the painted mask
         const SteeredCache steered = applyPlan(s, p);
         const at::Tensor heat = deltaHeatmaps(s.snapshot(), steered.cache, false, -1);
-        const std::vector<int64_t> maps{3, grid_, grid_};
+        const std::vector<int64_t> maps{3, rows, cols};
         QCOMPARE(heat.sizes().vec(), maps);
         for (int l = 0; l < 3; ++l)
-            QVERIFY(at::equal(heat[l] > 0, rectStrength(3, 9, 6, 13) > 0));
+            QVERIFY(at::equal(heat[l] > 0, rectOn(rows, cols, 3, 9, 6, 13) > 0));
         // The other maps have the grid shape too, and attention sums to at most 1 over the image.
         QCOMPARE(normHeatmaps(s.snapshot(), true, 0).sizes().vec(), maps);
         QCOMPARE(cosineHeatmaps(steered.cache, p.vectors, false, -1).sizes().vec(), maps);
@@ -465,9 +480,11 @@ private slots:
 
 int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
-    TestSteering llava(referenceModelDir(), referencePaliGemmaDir());
-    TestSteering paligemma(referencePaliGemmaDir(), referenceModelDir());
-    const int failedLlava = QTest::qExec(&llava, argc, argv);
-    return failedLlava + QTest::qExec(&paligemma, argc, argv);
+    TestSteering llava(referenceModelDir(), referencePaliGemmaDir(), "red_square_336x336.png");
+    TestSteering paligemma(referencePaliGemmaDir(), referenceModelDir(), "red_square_336x336.png");
+    TestSteering qwen2vl(referenceQwen2VlDir(), referenceModelDir(), "gradient_500x300.png");   // 10x18 grid
+    int failed = 0;
+    for (TestSteering* t : {&llava, &paligemma, &qwen2vl}) failed += QTest::qExec(t, argc, argv);
+    return failed;
 }
 #include "test_steering.moc"

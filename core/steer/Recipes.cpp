@@ -69,6 +69,11 @@ SteeringVectors extractImagePair(std::shared_ptr<const Model> model, const std::
     if (options.perPosition && options.pca) throw Error("recipe image-pair: --pca and --per-position exclude each other");
     auto a = prefilled(model, question, &imageA, options.rawPrompt);
     auto b = prefilled(model, question, &imageB, options.rawPrompt);
+    const VisualSpan& sa = a->snapshot().visualSpan, &sb = b->snapshot().visualSpan;
+    if (sa.gridHeight != sb.gridHeight || sa.gridWidth != sb.gridWidth)   // a family whose grid follows the image size
+        throw Error("recipe image-pair: image A lays out on a " + std::to_string(sa.gridHeight) + "x" + std::to_string(sa.gridWidth) +
+                    " grid and image B on " + std::to_string(sb.gridHeight) + "x" + std::to_string(sb.gridWidth) +
+                    "; give two images of the same size");
     SteeringVectors v = emptyVectors(*model, options.keySpace);
     for (int l = 0; l < model->config().text.numLayers; ++l)
         for (bool keys : {true, false}) {

@@ -64,9 +64,15 @@ void validate(const Session& session, const SteeringPlan& plan) {
     if (plan.vectors.perPosition())
         for (int l = 0; l < c.text.numLayers; ++l)
             for (const at::Tensor* t : {&plan.vectors.keys[l], &plan.vectors.values[l]})
-                if (t->defined() && t->size(1) != span.length)
-                    throw Error("steering plan: per-position vectors hold " + std::to_string(t->size(1)) + " positions, the image has " +
-                                std::to_string(span.length));
+                if (t->defined() && t->size(1) != span.length) {
+                    const at::Tensor& made = plan.vectors.mask;
+                    const std::string madeOn = made.defined() && made.dim() == 2
+                                                   ? " (made on a " + std::to_string(made.size(0)) + "x" + std::to_string(made.size(1)) + " grid)"
+                                                   : "";
+                    throw Error("steering plan: per-position vectors hold " + std::to_string(t->size(1)) + " positions" + madeOn +
+                                ", but this image's grid is " + std::to_string(span.gridHeight) + "x" + std::to_string(span.gridWidth) +
+                                " = " + std::to_string(span.length) + " cells");
+                }
 }
 
 // Edits one head's visual span x [N, D] at `index` (positions with nonzero factor).

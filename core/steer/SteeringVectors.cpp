@@ -64,7 +64,11 @@ void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, c
     };
     if (!info.modelType.empty()) {   // the family and grid: what tells a file for another family apart
         meta["model_type"] = info.modelType;
-        meta["grid"] = {info.grid.height, info.grid.width};
+        // A family whose grid follows each image (Qwen2-VL) records the grid of the mask it was made on.
+        PatchGrid grid = info.grid;
+        if (grid.cells() == 0 && vectors.mask.defined() && vectors.mask.dim() == 2)
+            grid = {int(vectors.mask.size(0)), int(vectors.mask.size(1))};
+        meta["grid"] = {grid.height, grid.width};
     }
     writeSafeTensors(path, tensors, {{"kvsteer", meta.dump()}});
 }
@@ -97,7 +101,10 @@ void checkFamily(const json& meta, SteeringFileInfo& info, const Model& model, c
         throw Error(where + ": metadata field 'grid' must be [height, width] (two non-negative integers)");
     info.grid = {grid[0], grid[1]};
     const ModelConfig& c = model.config();
-    if (info.modelType != c.modelType || info.grid != model.patchGrid())
+    // A model whose grid follows each image (patchGrid() empty) takes a file of any grid here; a
+    // per-position file is then checked against the prompt's own grid when a plan is applied.
+    const bool fixedGrid = model.patchGrid().cells() > 0;
+    if (info.modelType != c.modelType || (fixedGrid && info.grid != model.patchGrid()))
         throw Error(where + ": made for " + describeModel(info.modelType, info.modelName, info.grid) + ", the loaded model is " +
                     describeModel(c.modelType, c.name, model.patchGrid()));
 }
@@ -143,14 +150,17 @@ SteeringVectors loadSteeringFile(const std::string& path, const Model& model, St
     v.keys.resize(layers);
     v.values.resize(layers);
     const int64_t hkv = c.text.numKvHeads, d = c.text.headDim;
-    const PatchGrid grid = model.patchGrid();
+    // The grid the file's tensors must fit: the model's, or (grid set by each image) the file's own.
+    const bool dynamicGrid = model.hasVision() && model.patchGrid().cells() == 0;
+    const PatchGrid grid = dynamicGrid ? info.grid : model.patchGrid();
     const int64_t n = grid.cells();
+    const bool anyCount = dynamicGrid && n == 0;   // an older file for such a model: checked when applied
     auto check = [&](const std::string& name) {
         at::Tensor t = file.tensor(name);
         if (t.scalar_type() != at::kFloat) throw Error(where + ": tensor '" + name + "' must be float32");
         const auto s = t.sizes().vec();
         const bool perHead = s == std::vector<int64_t>{hkv, d};
-        const bool perPos = s == std::vector<int64_t>{hkv, n, d} && n > 0;
+        const bool perPos = s.size() == 3 && s[0] == hkv && s[2] == d && (anyCount || (s[1] == n && n > 0));
         if (s.size() == 3 && s[0] == hkv && s[2] == d && !perPos)   // per position, for another grid
             throw Error(where + ": tensor '" + name + "' holds " + std::to_string(s[1]) + " positions but the model's " +
                         (n > 0 ? grid.text() + " grid has " + std::to_string(n) + " cells" : std::string("has no image grid")) +
@@ -178,7 +188,7 @@ SteeringVectors loadSteeringFile(const std::string& path, const Model& model, St
     }
     if (file.contains("steer.mask")) {
         at::Tensor m = file.tensor("steer.mask");
-        if (m.scalar_type() != at::kFloat || m.sizes().vec() != std::vector<int64_t>{grid.height, grid.width})
+        if (m.scalar_type() != at::kFloat || m.dim() != 2 || (!anyCount && m.sizes().vec() != std::vector<int64_t>{grid.height, grid.width}))
             throw Error(where + ": steer.mask is " + std::string(c10::str(m.sizes())) + " but must be float32 [" +
                         std::to_string(grid.height) + ", " + std::to_string(grid.width) + "] (the model's " + grid.text() + " grid)");
         v.mask = m.clone();
