@@ -8,6 +8,7 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/abs.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -30,6 +31,10 @@ double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
         throw Error("maxAbsDiff: shapes differ: " + std::string(c10::str(a.sizes())) + " vs " + std::string(c10::str(b.sizes())));
     if (a.numel() == 0) return 0;
     return (a.to(at::kCPU).to(at::kDouble) - b.to(at::kCPU).to(at::kDouble)).abs().max().item<double>();
+}
+
+double relativeDiff(const at::Tensor& a, const at::Tensor& ref) {
+    return maxAbsDiff(a, ref) / std::max(ref.abs().max().item<double>(), 1e-30);
 }
 
 void copyModelMetadata(const std::string& dir, const std::string& source) {

@@ -17,6 +17,8 @@ std::string referenceTensorsPath(const std::string& caseName);   // expected/<ca
 std::string cliPath();                     // the built kvsteer executable
 
 double maxAbsDiff(const at::Tensor& a, const at::Tensor& b);   // shapes must match (throws otherwise)
+// max|a - ref| / max|ref|: the references' tolerance for float tensors (≤ 1e-4).
+double relativeDiff(const at::Tensor& a, const at::Tensor& ref);
 
 // Copies a checkpoint's small files (config, tokenizer, preprocessor) into `dir`.
 void copyModelMetadata(const std::string& dir, const std::string& source = referenceModelDir());

@@ -33,11 +33,6 @@ namespace {
 
 std::string tensorsPath(const std::string& caseName) { return referenceDir() + "/expected-paligemma/" + caseName + ".safetensors"; }
 
-// max|a - ref| / max|ref|: the README's tolerance for every float tensor but the logits.
-double relativeDiff(const at::Tensor& a, const at::Tensor& ref) {
-    return maxAbsDiff(a, ref) / std::max(ref.abs().max().item<double>(), 1e-30);
-}
-
 } // namespace
 
 class TestPaliGemmaParity : public QObject {

@@ -32,10 +32,6 @@ namespace {
 
 std::string tensorsPath(const std::string& caseName) { return referenceDir() + "/expected-qwen2vl/" + caseName + ".safetensors"; }
 
-double relativeDiff(const at::Tensor& a, const at::Tensor& ref) {
-    return maxAbsDiff(a, ref) / std::max(ref.abs().max().item<double>(), 1e-30);
-}
-
 } // namespace
 
 class TestQwen2VlParity : public QObject {

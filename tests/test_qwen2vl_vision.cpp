@@ -37,11 +37,6 @@ std::string tensorsPath(const std::string& caseName) { return referenceDir() + "
 
 const char* const kCases[] = {"red_square", "gradient", "shapes", "checker"};
 
-// max|a - ref| / max|ref|: the README's tolerance for every float tensor.
-double relativeDiff(const at::Tensor& a, const at::Tensor& ref) {
-    return maxAbsDiff(a, ref) / std::max(ref.abs().max().item<double>(), 1e-30);
-}
-
 std::string readText(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream ss;
