@@ -33,6 +33,21 @@ double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
     return (a.to(at::kCPU).to(at::kDouble) - b.to(at::kCPU).to(at::kDouble)).abs().max().item<double>();
 }
 
+bool ReferenceCases::load() {
+    std::ifstream in(referenceDir() + "/" + set + "/summary.json");
+    if (!in.good()) return false;
+    summary = nlohmann::json::parse(in);
+    return true;
+}
+
+nlohmann::json ReferenceCases::caseInfo(const std::string& name) const {
+    for (const auto& c : summary["cases"])
+        if (c["name"] == name) return c;
+    throw Error(set + ": no case " + name);
+}
+
+std::string ReferenceCases::tensorsPath(const std::string& caseName) const { return referenceDir() + "/" + set + "/" + caseName + ".safetensors"; }
+
 double relativeDiff(const at::Tensor& a, const at::Tensor& ref) {
     return maxAbsDiff(a, ref) / std::max(ref.abs().max().item<double>(), 1e-30);
 }

@@ -3,6 +3,7 @@
 // directories derived from the reference checkpoint (copies, float16 shards, broken variants).
 // torch headers come before any Qt header in every test file.
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
@@ -15,6 +16,17 @@ std::string referencePaliGemmaDir();       // ../shared/reference/tiny-paligemma
 std::string referenceQwen2VlDir();         // ../shared/reference/tiny-qwen2vl
 std::string referenceTensorsPath(const std::string& caseName);   // expected/<case>.safetensors
 std::string cliPath();                     // the built kvsteer executable
+
+// One set of reference outputs beside the checkpoints (expected-paligemma, expected-qwen2vl):
+// summary.json and a <case>.safetensors per case.
+struct ReferenceCases {
+    explicit ReferenceCases(std::string set) : set(std::move(set)) {}
+    bool load();   // reads summary.json; false when it is missing (../shared not beside the checkout)
+    nlohmann::json caseInfo(const std::string& name) const;   // throws Error for an unknown case
+    std::string tensorsPath(const std::string& caseName) const;
+    std::string set;
+    nlohmann::json summary;
+};
 
 double maxAbsDiff(const at::Tensor& a, const at::Tensor& b);   // shapes must match (throws otherwise)
 // max|a - ref| / max|ref|: the references' tolerance for float tensors (≤ 1e-4).

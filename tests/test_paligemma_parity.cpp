@@ -29,24 +29,13 @@
 using namespace kvsteer;
 using namespace kvsteer::test;
 
-namespace {
-
-std::string tensorsPath(const std::string& caseName) { return referenceDir() + "/expected-paligemma/" + caseName + ".safetensors"; }
-
-} // namespace
 
 class TestPaliGemmaParity : public QObject {
     Q_OBJECT
 
-    nlohmann::json summary_;
+    ReferenceCases ref_{"expected-paligemma"};
     std::map<std::string, std::shared_ptr<PaliGemmaModel>> models_;
     QTemporaryDir tmp_;
-
-    nlohmann::json caseInfo(const std::string& name) const {
-        for (const auto& c : summary_["cases"])
-            if (c["name"] == name) return c;
-        throw Error("no case " + name);
-    }
 
     Prompt promptFor(const Model& model, const nlohmann::json& c) {
         const ImageU8 image = loadImage(referenceDir() + "/images/" + c["image"].get<std::string>());
@@ -74,9 +63,7 @@ class TestPaliGemmaParity : public QObject {
 
 private slots:
     void initTestCase() {
-        std::ifstream in(referenceDir() + "/expected-paligemma/summary.json");
-        QVERIFY2(in.good(), "reference summary.json not found: is ../shared beside the checkout?");
-        summary_ = nlohmann::json::parse(in);
+        QVERIFY2(ref_.load(), "reference summary.json not found: is ../shared beside the checkout?");
         QVERIFY(tmp_.isValid());
         const std::string bf16Dir = tmp_.filePath("bf16-sharded").toStdString();
         writeConvertedPaliGemma(bf16Dir, at::kBFloat16, 256 * 1024);   // 600 KB of weights: 3 shards
@@ -114,8 +101,8 @@ private slots:
     void inputIdsPositionsAndPixels() {
         QFETCH(QString, caseName);
         QFETCH(QString, variant);
-        const auto c = caseInfo(caseName.toStdString());
-        const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
+        const auto c = ref_.caseInfo(caseName.toStdString());
+        const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         const Prompt p = promptFor(*models_[variant.toStdString()], c);
         QCOMPARE(p.ids, toIds(expected.tensor("input_ids")));
         const at::Tensor positions = at::arange(p.positionOffset, p.positionOffset + int64_t(p.ids.size()), at::kLong);
@@ -140,7 +127,7 @@ private slots:
         QFETCH(QString, caseName);
         QFETCH(QString, variant);
         const auto& model = *models_[variant.toStdString()];
-        const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
+        const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         // The reference pixels, so each stage is judged on its own.
         const at::Tensor pixels = expected.tensor("pixel_values");
         at::Tensor embeddings;
@@ -160,7 +147,7 @@ private slots:
         QFETCH(QString, caseName);
         QFETCH(QString, variant);
         const auto& model = *models_[variant.toStdString()];
-        const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
+        const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         const std::vector<int64_t> ids = toIds(expected.tensor("input_ids"));
         KVCache cache;
         const at::Tensor hidden = fullPrefill(model, ids, expected.tensor("image_features_scaled").squeeze(0), cache, true);
@@ -181,7 +168,7 @@ private slots:
         QFETCH(QString, caseName);
         QFETCH(QString, variant);
         auto model = models_[variant.toStdString()];
-        const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
+        const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         std::vector<int64_t> ids = toIds(expected.tensor("input_ids"));
         const int64_t last = ids.back();
         ids.pop_back();
@@ -194,7 +181,7 @@ private slots:
 
         // kvsteer's loop: the snapshot holds L-1 positions that have seen the last token, and
         // feeding it against them gives the full prefill's logits and K/V.
-        session.prefill(promptFor(*model, caseInfo(caseName.toStdString())), 20);
+        session.prefill(promptFor(*model, ref_.caseInfo(caseName.toStdString())), 20);
         const int64_t n = int64_t(ids.size());
         QCOMPARE(session.snapshot().size(), n);
         QCOMPARE(session.snapshot().positionOffset, int64_t(1));
@@ -211,9 +198,9 @@ private slots:
     void greedyAnswer() {
         QFETCH(QString, caseName);
         QFETCH(QString, variant);
-        const auto c = caseInfo(caseName.toStdString());
+        const auto c = ref_.caseInfo(caseName.toStdString());
         auto model = models_[variant.toStdString()];
-        const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
+        const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         Session session(model);
         session.prefill(promptFor(*model, c), 20);
         GenerationOptions gen;
@@ -232,7 +219,7 @@ private slots:
     void zeroIndexedPositionsWouldBeWrong() {
         // RoPE is relative, so the logits hardly notice a shift; the cached keys do.
         auto model = models_["f32"];
-        const SafeTensorsFile expected(tensorsPath("red_square"));
+        const SafeTensorsFile expected(ref_.tensorsPath("red_square"));
         const std::vector<int64_t> ids = toIds(expected.tensor("input_ids"));
         const TextConfig& t = model->config().text;
         KVCache shifted(t.numLayers, 1, t.numKvHeads, t.headDim, int64_t(ids.size()), at::kFloat);

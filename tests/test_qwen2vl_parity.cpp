@@ -28,24 +28,13 @@
 using namespace kvsteer;
 using namespace kvsteer::test;
 
-namespace {
-
-std::string tensorsPath(const std::string& caseName) { return referenceDir() + "/expected-qwen2vl/" + caseName + ".safetensors"; }
-
-} // namespace
 
 class TestQwen2VlParity : public QObject {
     Q_OBJECT
 
-    nlohmann::json summary_;
+    ReferenceCases ref_{"expected-qwen2vl"};
     std::map<std::string, std::shared_ptr<Model>> models_;
     QTemporaryDir tmp_;
-
-    nlohmann::json caseInfo(const std::string& name) const {
-        for (const auto& c : summary_["cases"])
-            if (c["name"] == name) return c;
-        throw Error("no case " + name);
-    }
 
     Prompt promptFor(const Model& model, const nlohmann::json& c) {
         if (c["image"].is_null()) return buildPrompt(model, c["user_text"].get<std::string>(), false, nullptr);
@@ -63,9 +52,7 @@ class TestQwen2VlParity : public QObject {
 
 private slots:
     void initTestCase() {
-        std::ifstream in(referenceDir() + "/expected-qwen2vl/summary.json");
-        QVERIFY2(in.good(), "reference summary.json not found: is ../shared beside the checkout?");
-        summary_ = nlohmann::json::parse(in);
+        QVERIFY2(ref_.load(), "reference summary.json not found: is ../shared beside the checkout?");
         QVERIFY(tmp_.isValid());
         const std::string bf16Dir = tmp_.filePath("bf16-sharded").toStdString();
         writeConvertedQwen2Vl(bf16Dir, at::kBFloat16, 256 * 1024);
@@ -91,8 +78,8 @@ private slots:
     void idsAndPositions() {
         QFETCH(QString, caseName);
         QFETCH(QString, variant);
-        const auto c = caseInfo(caseName.toStdString());
-        const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
+        const auto c = ref_.caseInfo(caseName.toStdString());
+        const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         const Prompt p = promptFor(*models_[variant.toStdString()], c);
         QCOMPARE(p.text, c["prompt"].get<std::string>());
         QCOMPARE(p.ids, toIds(expected.tensor("input_ids")));
@@ -114,9 +101,9 @@ private slots:
     void prefillAndCache() {
         QFETCH(QString, caseName);
         QFETCH(QString, variant);
-        const auto c = caseInfo(caseName.toStdString());
+        const auto c = ref_.caseInfo(caseName.toStdString());
         const auto& model = *models_[variant.toStdString()];
-        const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
+        const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         const Prompt p = promptFor(model, c);
         const at::Tensor features = p.hasImage ? model.encodeImage(p.pixels) : at::Tensor();
         if (p.hasImage) QVERIFY2(relativeDiff(features, expected.tensor("image_features")) <= 1e-4, "image_features");
@@ -141,9 +128,9 @@ private slots:
     void cacheReuseAndGreedy() {
         QFETCH(QString, caseName);
         QFETCH(QString, variant);
-        const auto c = caseInfo(caseName.toStdString());
+        const auto c = ref_.caseInfo(caseName.toStdString());
         auto model = models_[variant.toStdString()];
-        const SafeTensorsFile expected(tensorsPath(caseName.toStdString()));
+        const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         Session session(model);
         session.prefill(promptFor(*model, c), 20);
         // The seed complaint: prefill L-1, feed the last token through the cache = full prefill.
@@ -173,8 +160,8 @@ private slots:
     void qwen2TextModelIsTheSameDecoder() {
         // tiny-qwen2: plain RoPE, model_type qwen2. On text, M-RoPE's three equal rows are RoPE, so
         // the VL model and the text model agree bit for bit, and both match the reference.
-        const SafeTensorsFile expected(tensorsPath("qwen2_text_only"));
-        const auto c = caseInfo("text_only");
+        const SafeTensorsFile expected(ref_.tensorsPath("qwen2_text_only"));
+        const auto c = ref_.caseInfo("text_only");
         Session text(models_["qwen2"]), vl(models_["f32"]);
         text.prefill(promptFor(*models_["qwen2"], c), 20);
         vl.prefill(promptFor(*models_["f32"], c), 20);

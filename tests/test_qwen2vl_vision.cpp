@@ -33,7 +33,7 @@ using namespace kvsteer::test;
 namespace {
 
 std::string modelDir() { return referenceDir() + "/tiny-qwen2vl"; }
-std::string tensorsPath(const std::string& caseName) { return referenceDir() + "/expected-qwen2vl/" + caseName + ".safetensors"; }
+std::string tensorsPath(const std::string& caseName) { return ReferenceCases("expected-qwen2vl").tensorsPath(caseName); }
 
 const char* const kCases[] = {"red_square", "gradient", "shapes", "checker"};
 
