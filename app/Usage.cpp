@@ -78,7 +78,7 @@ std::string synopsis(const CommandHelp& c, const std::string& lead) {
 // Generated from the registry: each model_type with its family's grid and template.
 std::string promptNote() {
     std::string out = "--prompt is the question, laid out in the template of the model's family (config.json's model_type):\n";
-    for (const ModelFamily& f : modelFamilies()) out += "  " + padded(f.modelType, 11) + f.summary + "\n";
+    for (const ModelFamily& f : modelFamilies()) out += "  " + padded(f.modelType, 11) + f.name + ": " + f.summary + "\n";
     out += "--raw-prompt uses the text as is: it must then contain \"<image>\" exactly once when an image is given\n"
            "(and none without). `kvsteer inspect --model DIR` prints the model's template.\n";
     return out;

@@ -52,14 +52,14 @@ const ModelFamily& familyOf(const std::string& text, const std::string& where) {
 
 const std::vector<ModelFamily>& modelFamilies() {
     static const std::vector<ModelFamily> families = {
-        {"llava", "LLaVA-1.5: CLIP 24x24 grid, \"USER: <image>\\n{q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
-        {"llama", "Llama text-only: \"USER: {q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
-        {"paligemma", "PaliGemma: SigLIP 16x16/32x32/64x64 grid, image tokens first: \"<image>\"xN + \"<bos>{prefix}\\n\", prefix-LM prompt",
+        {"llava", "LLaVA-1.5", true, "CLIP 24x24 grid, \"USER: <image>\\n{q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
+        {"llama", "Llama", false, "text-only: \"USER: {q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
+        {"paligemma", "PaliGemma", true, "SigLIP 16x16/32x32/64x64 grid, image tokens first: \"<image>\"xN + \"<bos>{prefix}\\n\", prefix-LM prompt",
          paliGemmaConfig, loadAs<PaliGemmaModel>},
-        {"qwen2_vl", "Qwen2-VL: dynamic h/28 x w/28 grid, chat template with the default system prompt, image in the user turn: "
+        {"qwen2_vl", "Qwen2-VL", true, "dynamic h/28 x w/28 grid, chat template with the default system prompt, image in the user turn: "
                      "<|vision_start|><|image_pad|>xN<|vision_end|>{q}, causal prompt, M-RoPE positions",
          qwen2VlConfig, loadAs<Qwen2VlModel>},
-        {"qwen2", "Qwen2 / Qwen2.5 text-only: chat template with the default system prompt, causal prompt", qwen2VlConfig,
+        {"qwen2", "Qwen2 / Qwen2.5", false, "text-only: chat template with the default system prompt, causal prompt", qwen2VlConfig,
          loadAs<Qwen2VlModel>},
     };
     return families;

@@ -11,7 +11,9 @@ namespace kvsteer {
 
 struct ModelFamily {
     std::string modelType;   // config.json's model_type
-    std::string summary;     // for --help and errors: the family, its grid and prompt layout
+    std::string name;        // the family's name ("PaliGemma")
+    bool vision;             // reads images (false: a text-only decoder)
+    std::string summary;     // for --help and errors: its grid and prompt layout
     ModelConfig (*parseConfig)(const std::string& jsonText, const std::string& where);
     std::shared_ptr<Model> (*load)(const std::string& directory, const LoadOptions& options);
 };

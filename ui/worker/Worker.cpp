@@ -59,10 +59,10 @@ ImageLayout defaultLayout(const Model& model, PreprocessedImage* pre) {
 } // namespace
 
 QStringList Worker::supportedFamilies() {
-    // A family's summary starts with its name ("PaliGemma: SigLIP ..."); text-only ones cannot steer an image.
+    // Text-only families cannot steer an image.
     QStringList names;
     for (const ModelFamily& f : modelFamilies())
-        if (f.summary.find("text-only") == std::string::npos) names << qs(f.summary.substr(0, f.summary.find(':')));
+        if (f.vision) names << qs(f.name);
     return names;
 }
 

@@ -171,7 +171,7 @@ at::Tensor flattenPatches(const std::vector<float>& chw, int height, int width, 
     return out;
 }
 
-Qwen2VlImage qwen2VlPreprocess(const ImageU8& img, const Qwen2VlImageProcessorConfig& cfg) {
+PreprocessedImage qwen2VlResizeAndNormalize(const ImageU8& img, const Qwen2VlImageProcessorConfig& cfg) {
     // Rescale and normalise are CLIP's, bit for bit: reuse its pipeline without resize or crop.
     ClipPreprocessConfig clip;
     clip.doResize = clip.doCenterCrop = false;
@@ -181,8 +181,12 @@ Qwen2VlImage qwen2VlPreprocess(const ImageU8& img, const Qwen2VlImageProcessorCo
     std::copy(cfg.mean, cfg.mean + 3, clip.mean);
     std::copy(cfg.std, cfg.std + 3, clip.std);
 
+    return clipPreprocess(qwen2VlResize(img, cfg), clip);
+}
+
+Qwen2VlImage qwen2VlPreprocess(const ImageU8& img, const Qwen2VlImageProcessorConfig& cfg) {
     Qwen2VlImage out;
-    out.image = clipPreprocess(qwen2VlResize(img, cfg), clip);
+    out.image = qwen2VlResizeAndNormalize(img, cfg);
     const ImageU8& r = out.image.resized;
     out.pixelValues = flattenPatches(out.image.pixels, r.height, r.width, cfg);
     out.grid = {1, r.height / cfg.patchSize, r.width / cfg.patchSize};

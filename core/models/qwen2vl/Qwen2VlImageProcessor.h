@@ -58,6 +58,10 @@ struct Qwen2VlImage {
     at::Tensor positions;      // [N, 2] int64: (row, col) of each row of pixelValues
 };
 
+// Resize and normalise only (PreprocessedImage: resized = cropped, CHW pixels): what the model's
+// prompt keeps; the patch rows are made from these pixels when the image is encoded.
+PreprocessedImage qwen2VlResizeAndNormalize(const ImageU8& img, const Qwen2VlImageProcessorConfig& cfg);
+
 // The whole pipeline for one RGB image.
 Qwen2VlImage qwen2VlPreprocess(const ImageU8& img, const Qwen2VlImageProcessorConfig& cfg);
 

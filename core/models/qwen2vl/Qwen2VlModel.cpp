@@ -47,7 +47,7 @@ std::string Qwen2VlModel::applyTemplate(const std::string& question, bool withIm
 }
 
 PreprocessedImage Qwen2VlModel::preprocessImage(const ImageU8& image) const {
-    return qwen2VlPreprocess(image, imageConfig_).image;
+    return qwen2VlResizeAndNormalize(image, imageConfig_);
 }
 
 ImageLayout Qwen2VlModel::imageLayout(const PreprocessedImage& image) const {
