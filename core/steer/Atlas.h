@@ -1,0 +1,113 @@
+#pragma once
+// Atlas: where steering works. A grid of settings (strength values × layer ranges) is run from
+// one kept snapshot, each cell decoded greedily for a few tokens, and every cell is classified
+// against the unsteered answer. `kvsteer sweep` and the studio's atlas both call runAtlas, so the
+// CLI table and the studio picture come from the same code and agree.
+//
+// Batching: the cells share the pristine prefix, so after each cell's plan is applied (a clone of
+// the snapshot, edited; propagate recomputes its text suffix) up to `batchRows` edited caches are
+// stacked into one batch (KVCache::stackRows) and decoded together, one forward pass per step,
+// each row with its own attention bias (spotlight) and its own TokenStream — the way the
+// side-by-side pair is batched. Rows that finish early keep being fed their last token and their
+// outputs are ignored, so a row's ids equal a separate Session::decode of the same cache
+// bit for bit (test_atlas checks it). batchRows is at most kernels::kSkinnyMaxRows, the rows the
+// skinny decode kernel reads each weight once for.
+//
+// Outcome classes (classifyCell), against the unsteered greedy answer U of the same budget:
+//   same        the cell's ids equal U's
+//   degenerate  the answer lost its form — any of these signals that U itself does not show:
+//                 no-eos      no end-of-sequence within the token budget (U ended)
+//                 stutter     the same word twice in a row ("blue blue no")
+//                 repetition  ≥ 4 tokens of which half or more repeat an earlier one
+//                 empty       the answer is empty (EOS first) while U is not
+//   different   otherwise: another answer in a sound form ("blue" for "red")
+#include "generate/Session.h"
+#include "steer/SteeringPlan.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+enum class AtlasOutcome { Same, Different, Degenerate };
+std::string outcomeName(AtlasOutcome o);   // same | different | degenerate
+
+// A layer range of the atlas: a label for people ("all", "early", "0-1") and its layers.
+struct AtlasLayers {
+    std::string label;
+    std::vector<int> layers;   // empty = every layer
+};
+
+// "all", "early", "middle", "late" (thirds by rounding i·n/3), or "A-B" / "A"; throws
+// kvsteer::Error for anything else or a layer outside 0..numLayers-1.
+AtlasLayers parseAtlasLayers(const std::string& text, int numLayers);
+// The default rows: all, early, middle, late.
+std::vector<AtlasLayers> defaultAtlasLayers(int numLayers);
+// `count` log-spaced strengths from `lo` to `hi` (both > 0), rounded to 3 significant digits.
+std::vector<double> logSpaced(double lo, double hi, int count);
+
+// One setting: a layer range and the coefficients. Strength values set c_v, and c_k too when the
+// operator edits keys (see atlasSetsKeys); the other coefficient keeps the base plan's value.
+struct AtlasSetting {
+    AtlasLayers layers;
+    double ck = 0, cv = 0;
+};
+
+// Whether a strength value sets c_k: when the operator uses keys — spotlight (it uses only c_k),
+// or any other operator whose base plan edits keys (c_k nonzero). The demo's red→blue file
+// suggests c_k 0, so its atlas sweeps c_v alone.
+bool atlasSetsKeys(const SteeringPlan& base);
+bool atlasSetsValues(const SteeringPlan& base);   // false for spotlight (it uses only c_k)
+
+// The grid in row-major order: one row per layer range, one column per strength.
+std::vector<AtlasSetting> atlasGrid(const SteeringPlan& base, const std::vector<AtlasLayers>& layers, const std::vector<double>& strengths);
+
+struct DegenerationSignals {
+    double repetition = 0;    // fraction of tokens that repeat an earlier one
+    size_t distinct = 0;      // distinct token ids
+    bool noEos = false;       // no end-of-sequence within the budget
+    bool stutter = false;     // the same word twice in a row
+    bool empty = false;       // nothing but EOS
+};
+DegenerationSignals degenerationSignals(const Generation& g);
+// The classes documented above.
+AtlasOutcome classifyCell(const Generation& cell, const Generation& unsteered);
+// "no EOS in 8 tokens, stutter, repetition 0.40 (3 distinct)": what made a cell degenerate.
+std::string describeSignals(const DegenerationSignals& s, const Generation& g);
+
+struct AtlasCell {
+    int index = 0;            // into the settings (row-major)
+    AtlasSetting setting;
+    Generation generation;
+    DegenerationSignals degeneration;   // (not "signals": a Qt keyword)
+    AtlasOutcome outcome = AtlasOutcome::Same;
+    double editMs = 0;        // applying the plan to a clone of the snapshot
+};
+using AtlasCellCallback = std::function<void(const AtlasCell&)>;
+
+struct AtlasOptions {
+    int maxNewTokens = 8;     // greedy, stopping at EOS
+    int batchRows = 8;        // cells per forward pass (1..8); 1 = separate decodes
+};
+
+struct AtlasResult {
+    Generation unsteered;
+    std::vector<AtlasCell> cells;   // in the settings' order; only the finished ones when cancelled
+    bool cancelled = false;
+    double totalMs = 0;
+};
+
+// The plan a setting gives: `base` with its layers and coefficients replaced.
+SteeringPlan planForSetting(const SteeringPlan& base, const AtlasSetting& setting);
+
+// Runs every setting from the session's kept snapshot. The unsteered answer is decoded first
+// (or taken from `unsteered` when given, e.g. the studio's last run); `onCell` is called as each
+// cell finishes (in the calling thread), `onUnsteered` once the reference is known. `cancel`,
+// when it becomes true, stops between decode steps and between plans.
+AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std::vector<AtlasSetting>& settings,
+                     const AtlasOptions& options, const AtlasCellCallback& onCell = {}, const std::atomic<bool>* cancel = nullptr,
+                     const std::function<void(const Generation&)>& onUnsteered = {});
+
+} // namespace kvsteer
