@@ -25,6 +25,12 @@ public:
     int getInt(const std::string& name, int fallback) const;
     double getDouble(const std::string& name, double fallback) const;
     uint64_t getU64(const std::string& name, uint64_t fallback) const;
+    // A copy with `name` unset (e.g. sweep's --layers list, which is not one plan's layer set).
+    CommandLine without(const std::string& name) const {
+        CommandLine copy = *this;
+        copy.values_.erase(name);
+        return copy;
+    }
 
 private:
     std::set<std::string> options_, flags_;

@@ -6,6 +6,7 @@
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
 #include "generate/Session.h"
+#include "steer/Atlas.h"
 #include "steer/SideBySide.h"
 #include "steer/Mask.h"
 #include "steer/PlanOptions.h"
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -111,14 +113,6 @@ PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const Visu
     return in;
 }
 
-// Tokens that repeat an earlier one, as a fraction, and the count of distinct tokens:
-// cheap signals that a strong edit made the model degenerate.
-std::pair<double, size_t> degeneration(const std::vector<int64_t>& ids) {
-    const std::set<int64_t> distinct(ids.begin(), ids.end());
-    const double repetition = ids.empty() ? 0.0 : 1.0 - double(distinct.size()) / double(ids.size());
-    return {repetition, distinct.size()};
-}
-
 std::string oneLine(std::string s) {
     for (char& c : s)
         if (c == '\n' || c == '\r' || c == '|') c = ' ';
@@ -142,6 +136,33 @@ std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr
 // The grid a region mask is read onto: the span the prompt gives this image (built, not run).
 PatchGrid promptGrid(const CommandLine& cl, const Model& model, const ImageU8& image) {
     return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), &image).span.grid();
+}
+
+// kvsteer sweep --json: the unsteered answer and every cell (README, "sweep --json").
+nlohmann::ordered_json sweepJson(const AtlasResult& r, const SteeringPlan& base, const AtlasOptions& options) {
+    auto generation = [](const Generation& g) {
+        const DegenerationSignals s = degenerationSignals(g);
+        return nlohmann::ordered_json{{"ids", g.ids},           {"text", g.text},         {"stopped_at_eos", g.stoppedAtEos},
+                                      {"repetition", s.repetition}, {"distinct", s.distinct}, {"stutter", s.stutter},
+                                      {"empty", s.empty}};
+    };
+    nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+    for (const AtlasCell& c : r.cells) {
+        nlohmann::ordered_json cell = {{"layers", c.setting.layers.label},
+                                       {"layer_ids", c.setting.layers.layers},
+                                       {"ck", c.setting.ck},
+                                       {"cv", c.setting.cv},
+                                       {"outcome", outcomeName(c.outcome)}};
+        cell.update(generation(c.generation));
+        cells.push_back(cell);
+    }
+    return {{"operator", operatorName(base.op)},
+            {"mode", base.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
+            {"max_new_tokens", options.maxNewTokens},
+            {"batch_rows", options.batchRows},
+            {"unsteered", generation(r.unsteered)},
+            {"cells", cells},
+            {"total_ms", r.totalMs}};
 }
 
 } // namespace
@@ -224,51 +245,80 @@ int commandSteer(int argc, char** argv) {
 }
 
 int commandSweep(int argc, char** argv) {
-    CommandLine cl(withOptions(planOptionNames(), modelOptionNames()), {"propagate", "csv", "raw-prompt"});
+    CommandLine cl(withOptions(withOptions(planOptionNames(), {"batch"}), modelOptionNames()), {"propagate", "csv", "json", "raw-prompt"});
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
     const GenerationOptions gen = generationOptions(cl, 32);
     auto session = prefilledSession(cl, model, gen.maxNewTokens);
     const int layerCount = model->config().text.numLayers;
-    // Each comma-separated item of --layers / --ck / --cv is one setting; the sweep is their product.
-    std::vector<std::string> layerSettings = cl.has("layers") ? split(cl.get("layers"), ',') : std::vector<std::string>{"all"};
-    const std::vector<double> cks = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : std::vector<double>{1.0};
-    const std::vector<double> cvs = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : std::vector<double>{1.0};
-    PlanInputs base = planFromOptions(cl, *model, session->snapshot().visualSpan);
-    const Generation unsteered = session->generate(gen);
+    // Each comma-separated item of --layers / --ck / --cv is one setting; the sweep is their
+    // product, run by the core's atlas (the studio's Atlas dock runs the same code): greedy, the
+    // cells decoded --batch at a time from the one snapshot, each classified against the
+    // unsteered answer (same / different / degenerate, see core/steer/Atlas.h).
+    std::vector<AtlasLayers> layerSettings;
+    for (const auto& item : cl.has("layers") ? split(cl.get("layers"), ',') : std::vector<std::string>{"all"}) {
+        try {
+            layerSettings.push_back(parseAtlasLayers(item, layerCount));
+        } catch (const Error& e) {
+            throw UsageError(std::string("--layers: ") + e.what());
+        }
+    }
+    // Every setting replaces the plan's layers: its --layers items are not one plan's layer set.
+    PlanInputs base = planFromOptions(cl.without("layers"), *model, session->snapshot().visualSpan);
+    // Unset, c_k and c_v keep the plan's (the vector file's suggestion, else 1): the demo file's
+    // c_k 0 stays 0, as in `steer`.
+    const std::vector<double> cks = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : std::vector<double>{base.plan.ck.front()};
+    const std::vector<double> cvs = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : std::vector<double>{base.plan.cv.front()};
+    std::vector<AtlasSetting> settings;
+    for (const auto& layers : layerSettings)
+        for (double ck : cks)
+            for (double cv : cvs) settings.push_back({layers, ck, cv});
+    AtlasOptions options;
+    options.maxNewTokens = gen.maxNewTokens;
+    options.batchRows = cl.has("batch") ? parseIndex(cl.get("batch"), "--batch") : options.batchRows;
+    if (options.batchRows < 1 || options.batchRows > 8) throw UsageError("--batch must be 1..8");
 
-    const bool csv = cl.has("csv");
-    if (csv) std::cout << "layers,ck,cv,changed,repetition,distinct,text\n";
-    else std::cout << "| layers | ck | cv | changed | repetition | distinct | text |\n|---|---|---|---|---|---|---|\n";
-    auto row = [&](const std::string& layers, double ck, double cv, const Generation& g) {
-        const auto [repetition, distinct] = degeneration(g.ids);
-        const bool changed = g.ids != unsteered.ids;
+    const bool csv = cl.has("csv"), json = cl.has("json");
+    auto print = [&](const std::string& layers, double ck, double cv, const std::string& outcome, const Generation& g, bool changed) {
+        const DegenerationSignals s = degenerationSignals(g);
         char buf[64];
-        std::snprintf(buf, sizeof buf, "%.3f", repetition);
+        std::snprintf(buf, sizeof buf, "%.3f", s.repetition);
+        const char* eos = g.stoppedAtEos ? "yes" : "no";
         if (csv) {
             std::string quoted = g.text;
             for (size_t i = 0; (i = quoted.find('"', i)) != std::string::npos; i += 2) quoted.insert(i, "\"");
-            std::cout << layers << "," << ck << "," << cv << "," << (changed ? "yes" : "no") << "," << buf << "," << distinct << ",\""
-                      << quoted << "\"\n";
+            std::cout << layers << "," << ck << "," << cv << "," << outcome << "," << (changed ? "yes" : "no") << "," << buf << ","
+                      << s.distinct << "," << eos << ",\"" << quoted << "\"\n";
         } else {
-            std::cout << "| " << layers << " | " << ck << " | " << cv << " | " << (changed ? "yes" : "no") << " | " << buf << " | "
-                      << distinct << " | " << oneLine(g.text) << " |\n";
+            std::cout << "| " << layers << " | " << ck << " | " << cv << " | " << outcome << " | " << (changed ? "yes" : "no") << " | " << buf
+                      << " | " << s.distinct << " | " << eos << " | " << oneLine(g.text) << " |\n";
         }
         std::cout.flush();
     };
-    row("none", 0, 0, unsteered);
-    for (const auto& layers : layerSettings)
-        for (double ck : cks)
-            for (double cv : cvs) {
-                SteeringPlan plan = base.plan;
-                plan.layers = parseRange(layers, layerCount, "--layers");
-                plan.ck = {ck};
-                plan.cv = {cv};
-                const SteeredCache steered = applyPlan(*session, plan);
-                GenerationOptions g = gen;
-                g.attentionBias = steered.attentionBias;
-                row(layers, ck, cv, session->decode(steered.cache, session->lastPromptToken(), g));
+    if (csv) std::cout << "layers,ck,cv,outcome,changed,repetition,distinct,eos,text\n";
+    else if (!json)
+        std::cout << "| layers | ck | cv | outcome | changed | repetition | distinct | eos | text |\n|---|---|---|---|---|---|---|---|---|\n";
+    // Rows are printed in the grid's order as they come (a batch's rows may finish out of order).
+    std::map<int, AtlasCell> waiting;
+    int printed = 0;
+    Generation unsteered;
+    const AtlasResult result = runAtlas(
+        *session, base.plan, settings, options,
+        [&](const AtlasCell& cell) {
+            if (json) return;
+            waiting[cell.index] = cell;
+            for (auto it = waiting.find(printed); it != waiting.end(); it = waiting.find(++printed)) {
+                const AtlasCell& c = it->second;
+                print(c.setting.layers.label, c.setting.ck, c.setting.cv, outcomeName(c.outcome), c.generation, c.generation.ids != unsteered.ids);
+                waiting.erase(it);
             }
+        },
+        nullptr,
+        [&](const Generation& u) {
+            unsteered = u;
+            if (!json) print("none", 0, 0, "unsteered", u, false);
+        });
+    if (json) std::cout << sweepJson(result, base.plan, options).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     return 0;
 }
 

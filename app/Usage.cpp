@@ -42,8 +42,12 @@ const std::vector<CommandHelp>& commands() {
           "[--heads LIST] [--ck X] [--cv Y] [--operator add|norm|prerope|scale|spotlight|ablate] [--ablate-to mean|zero]",
           "[--propagate] [--max-new-tokens N] [--json]"},
          kModelNote | kPromptNote | kMaskNote | kJsonNote, false},
-        {"sweep", "Prints one row per setting: the product of --layers, --ck and --cv items",
-         {"(the steer options) --ck LIST --cv LIST --layers A-B,C-D,... [--csv]"}, kModelNote | kPromptNote | kMaskNote, false},
+        {"sweep", "Runs the steering atlas: one row per setting (the product of --layers, --ck and --cv items), each\n"
+                  "decoded greedily, --batch cells per forward pass, and marked same / different / degenerate against\n"
+                  "the unsteered answer (degenerate: no EOS within the budget, a word repeated, half the tokens\n"
+                  "repeats, or an empty answer, where the unsteered answer shows none of it)",
+         {"(the steer options) --ck LIST --cv LIST --layers all|early|middle|late|A-B,... [--batch 1..8] [--csv | --json]"},
+         kModelNote | kPromptNote | kMaskNote | kJsonNote, false},
         {"make-random", "Writes a model of a preset's real shapes with random weights (for bench)",
          {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro --dtype f32|f16|bf16 --out DIR",
           "[--tokenizer-from DIR] [--seed S] [--shard-gb G]"},
