@@ -132,7 +132,7 @@ private slots:
                     "--cv", "0,4", "--layers", "0-1,2", "--max-new-tokens", "6", "--csv"});
         QVERIFY2(r.exitCode == 0, r.err.c_str());
         QCOMPARE(std::count(r.out.begin(), r.out.end(), '\n'), 6L);   // header, baseline, 2 x 2 settings
-        QVERIFY(r.out.rfind("layers,ck,cv,changed,repetition,distinct,text\n", 0) == 0);
+        QVERIFY(r.out.rfind("layers,ck,cv,outcome,changed,repetition,distinct,eos,text\n", 0) == 0);
 
         r = runCli({"steer", "--model", referenceModelDir(), "--image", image(), "--prompt", "x", "--vectors", vectors, "--mask", "rect:0,0,30,3"});
         QCOMPARE(r.exitCode, 1);
@@ -140,6 +140,32 @@ private slots:
         r = runCli({"steer", "--model", referenceModelDir(), "--image", image(), "--prompt", "x", "--operator", "add"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY(r.err.find("needs --vectors") != std::string::npos);
+    }
+
+    // sweep --json on the demo: the atlas's cells, classified as the studio's atlas shows them.
+    void sweepJsonOnTheDemo() {
+        const json j = runJson({"sweep", "--image", KVSTEER_DEMO_IMAGE, "--prompt", "What color is the circle?", "--vectors", KVSTEER_DEMO_VECTORS,
+                                "--mask", "rect:6,9,15,18", "--cv", "8,16,32", "--layers", "all,middle", "--max-new-tokens", "8", "--json"});
+        QCOMPARE(j["unsteered"]["text"].get<std::string>(), std::string("red"));
+        QCOMPARE(j["operator"].get<std::string>(), std::string("add"));
+        QCOMPARE(j["cells"].size(), size_t(6));
+        const json& flip = j["cells"][1];
+        QCOMPARE(flip["layers"].get<std::string>(), std::string("all"));
+        QCOMPARE(flip["cv"].get<double>(), 16.0);
+        QCOMPARE(flip["ck"].get<double>(), 0.0);   // the file's c_k: values only
+        QCOMPARE(flip["text"].get<std::string>(), std::string("blue"));
+        QCOMPARE(flip["outcome"].get<std::string>(), std::string("different"));
+        QCOMPARE(j["cells"][2]["outcome"].get<std::string>(), std::string("degenerate"));
+        QCOMPARE(j["cells"][2]["stutter"].get<bool>(), true);
+        QCOMPARE(j["cells"][3]["layer_ids"], json({1, 2}));   // "middle" of 4 layers
+        // One cell per forward pass gives the same table.
+        const json one = runJson({"sweep", "--image", KVSTEER_DEMO_IMAGE, "--prompt", "What color is the circle?", "--vectors", KVSTEER_DEMO_VECTORS,
+                                  "--mask", "rect:6,9,15,18", "--cv", "8,16,32", "--layers", "all,middle", "--max-new-tokens", "8", "--batch", "1",
+                                  "--json"});
+        for (size_t i = 0; i < 6; ++i) QCOMPARE(one["cells"][i]["ids"], j["cells"][i]["ids"]);
+        const ProcessResult bad = runCli({"sweep", "--image", KVSTEER_DEMO_IMAGE, "--prompt", "x", "--layers", "first"});
+        QCOMPARE(bad.exitCode, 2);   // a usage error
+        QVERIFY2(bad.err.find("--layers: atlas layers 'first'") != std::string::npos, bad.err.c_str());
     }
 
     void paliGemmaGenerateMatchesReference() {
