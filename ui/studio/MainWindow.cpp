@@ -1,17 +1,21 @@
 #include "studio/MainWindow.h"
 
+#include "studio/AtlasController.h"
+#include "studio/DemoScene.h"
 #include "studio/DocumentController.h"
 #include "studio/ErrorReporter.h"
 #include "studio/FileDialogs.h"
 #include "studio/HelpDialogs.h"
 #include "studio/ImageController.h"
 #include "studio/ModelController.h"
+#include "studio/PythonHandOff.h"
 #include "studio/RunController.h"
 #include "studio/StartupSequence.h"
 #include "studio/SteeringController.h"
 #include "studio/StudioActions.h"
 #include "studio/StudioSettings.h"
 #include "studio/StudioStatusBar.h"
+#include "widgets/AtlasPanel.h"
 #include "widgets/HeatmapPanel.h"
 #include "widgets/Icons.h"
 #include "widgets/PatchCanvas.h"
@@ -77,7 +81,7 @@ MainWindow::~MainWindow() {
     // the controllers (and their connections) first.
     worker_->disconnect();
     for (QObject* child : findChildren<QObject*>()) child->disconnect(this);
-    for (QObject* c : std::initializer_list<QObject*>{startup_, document_, steeringCtl_, runs_, images_, models_, actions_, settings_, status_, errors_})
+    for (QObject* c : std::initializer_list<QObject*>{startup_, document_, python_, steeringCtl_, atlas_, runs_, images_, models_, actions_, settings_, status_, errors_})
         delete c;
     worker_->cancelRunsBefore(std::numeric_limits<quint64>::max());
     workerThread_.quit();
@@ -154,6 +158,14 @@ void MainWindow::buildPanes() {
     addDockWidget(Qt::RightDockWidgetArea, dock);
     scroll->setMinimumWidth(360);
     resizeDocks({dock}, {385}, Qt::Horizontal);
+
+    // Atlas dock, below the steering dock: where steering works, strength × layer range.
+    atlasPanel_ = new AtlasPanel(this);
+    auto* atlasDock = new QDockWidget(tr("Atlas"), this);
+    atlasDock->setObjectName(QStringLiteral("atlasDock"));
+    atlasDock->setWidget(atlasPanel_);
+    atlasDock->setFeatures(dock->features());
+    addDockWidget(Qt::RightDockWidgetArea, atlasDock, Qt::Vertical);
 }
 
 void MainWindow::createControllers() {
@@ -168,7 +180,9 @@ void MainWindow::createControllers() {
     models_ = new ModelController(worker_, errors_, this);
     images_ = new ImageController(worker_, errors_, settings_, this);
     runs_ = new RunController(worker_, errors_, status_, models_, images_, panes, this);
+    atlas_ = new AtlasController(worker_, errors_, models_, images_, panes, atlasPanel_, this);
     steeringCtl_ = new SteeringController(worker_, errors_, status_, models_, images_, canvas_, prompt_, steering_, this);
+    python_ = new PythonHandOff(models_, images_, steeringCtl_, status_, panes, this);
     document_ = new DocumentController(options_, errors_, status_, models_, images_, runs_, steeringCtl_, panes, undo_, this);
 }
 
@@ -177,6 +191,7 @@ void MainWindow::createControllers() {
 void MainWindow::wirePanes() {
     connect(canvas_, &PatchCanvas::strengthChanged, this, [this](const StrengthGrid& g) {
         steering_->setPaintedCells(g.paintedCells(), g.size());
+        atlas_->invalidate();   // a stroke: the atlas was made for another map
         refreshRunSummary();
         editChanged();
     });
@@ -197,6 +212,7 @@ void MainWindow::wirePanes() {
     connect(prompt_, &PromptPanel::runRequested, this, &MainWindow::run);
     connect(prompt_, &PromptPanel::stopRequested, this, &MainWindow::stop);
     connect(prompt_, &PromptPanel::promptEdited, this, [this] {
+        atlas_->invalidate();
         streams_->setStale(streams_->tokenCount(false) > 0);
         refreshAvailability();
         document_->markDirty();
@@ -205,7 +221,8 @@ void MainWindow::wirePanes() {
     connect(prompt_, &PromptPanel::generationChanged, this, &MainWindow::editChanged);
     connect(prompt_, &PromptPanel::liveToggled, actions_->live, &QAction::setChecked);
 
-    connect(steering_, &SteeringPanel::planChanged, this, [this] {
+    connect(steering_, &SteeringPanel::planChanged, this, [this](const PlanSettings& plan) {
+        atlas_->onPlanChanged(plan);
         refreshRunSummary();
         editChanged();
     });
@@ -216,6 +233,7 @@ void MainWindow::wirePanes() {
     connect(steering_, &SteeringPanel::clearVectorsRequested, steeringCtl_, &SteeringController::clear);
     connect(steering_, &SteeringPanel::exportMaskRequested, steeringCtl_, &SteeringController::exportMaskDialog);
     connect(steering_, &SteeringPanel::importMaskRequested, steeringCtl_, &SteeringController::importMaskDialog);
+    connect(steering_, &SteeringPanel::copyPythonRequested, python_, &PythonHandOff::copyToClipboard);
     connect(steering_, &SteeringPanel::loadTextPairsRequested, steeringCtl_, &SteeringController::loadTextPairsDialog);
     connect(undo_, &QUndoStack::cleanChanged, document_, &DocumentController::updateTitle);
 }
@@ -225,6 +243,8 @@ void MainWindow::wireActions() {
     connect(a->openImage, &QAction::triggered, images_, &ImageController::openDialog);
     connect(a->paste, &QAction::triggered, images_, &ImageController::paste);
     connect(a->openModel, &QAction::triggered, models_, &ModelController::openDialog);
+    connect(a->openDemoScene, &QAction::triggered, this, &MainWindow::openDemoScene);
+    connect(a->copyPython, &QAction::triggered, python_, &PythonHandOff::copyToClipboard);
     connect(a->openSession, &QAction::triggered, document_, &DocumentController::openDialog);
     connect(a->save, &QAction::triggered, document_, &DocumentController::save);
     connect(a->saveAs, &QAction::triggered, document_, &DocumentController::saveAs);
@@ -281,11 +301,13 @@ void MainWindow::wireControllers() {
     connect(worker_, &Worker::vectorsReady, steeringCtl_,
             [this](const VectorsInfo& info) { steeringCtl_->onVectorsReady(info, !document_->restoring()); });
     connect(steeringCtl_, &SteeringController::vectorsReady, this, [this](const VectorsInfo& info) {
+        atlas_->invalidate();
         refreshRunSummary();
         editChanged();
         Q_EMIT vectorsChanged(info);
     });
     connect(steeringCtl_, &SteeringController::vectorsCleared, this, [this] {
+        atlas_->invalidate();
         document_->markDirty();
         Q_EMIT vectorsChanged(steeringCtl_->vectors());
     });
@@ -308,6 +330,7 @@ void MainWindow::wireControllers() {
 
 void MainWindow::onModelLoaded(const ModelInfo& info) {
     runs_->forgetRun();
+    atlas_->clear();
     canvas_->setGridSize(info.gridRows, info.gridCols);   // a painted map of another grid is resampled (and said so)
     steering_->setModel(info.layers, info.kvHeads);
     heatmaps_->setModel(info.layers, info.kvHeads, info.gridRows, info.gridCols);
@@ -335,6 +358,7 @@ void MainWindow::onImageShown(const ImageInfo& info, bool newImage) {
                               .arg(canvas_->strength().cols));
     if (newImage) {
         runs_->forgetRun();
+        atlas_->invalidate();
         streams_->clear();
         heatmaps_->clear();
         document_->markDirty();
@@ -358,6 +382,7 @@ void MainWindow::refreshAvailability() {
     else if (!images_->ready()) why = tr("Open an image first (File → Open Image…)");
     else if (prompt_->prompt().trimmed().isEmpty()) why = tr("Type a question first");
     prompt_->setCanRun(why.isEmpty(), why);
+    atlas_->setAvailability(why.isEmpty(), why);
     prompt_->setRunning(runs_->running());
     actions_->setAvailability(why.isEmpty(), runs_->running(), models_->loading(), model.valid(), images_->ready());
 }
@@ -406,10 +431,12 @@ QByteArray MainWindow::imageBytes() const { return images_->bytes(); }
 void MainWindow::openImageFile(const QString& path) { images_->openFile(path); }
 void MainWindow::openImageData(const QByteArray& bytes, const QString& name) { images_->openData(bytes, name); }
 void MainWindow::openModel(const QString& directory) { models_->open(directory); }
+void MainWindow::openDemoScene() { kvsteer::ui::openDemoScene(models_, images_, steeringCtl_, prompt_, steering_); }
 void MainWindow::run() { runs_->run(); }
 
 void MainWindow::stop() {
     runs_->stop();
+    atlas_->stop();
     models_->cancelLoad();
 }
 

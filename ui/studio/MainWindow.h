@@ -7,6 +7,7 @@
 //   RunController      runs, live re-runs, answers       SteeringController vectors and masks
 //   DocumentController sessions, dirty flag, autosave    StartupSequence    the start-up script
 //   StudioSettings     what is remembered (QSettings)    StudioActions      menus and toolbars
+//   AtlasController    the strength × layer atlas dock
 //   StudioStatusBar    the status bar                    ErrorReporter      error dialogs
 //
 // The public methods and signals are the studio's scripting surface (tests, app/studio_main.cpp).
@@ -22,6 +23,8 @@ class QUndoStack;
 
 namespace kvsteer::ui {
 
+class AtlasController;
+class AtlasPanel;
 class DocumentController;
 class ErrorReporter;
 class HeatmapPanel;
@@ -29,6 +32,7 @@ class ImageController;
 class ModelController;
 class PatchCanvas;
 class PromptPanel;
+class PythonHandOff;
 class RunController;
 class RunSummary;
 class StartupSequence;
@@ -52,6 +56,10 @@ public:
     StreamView* streamView() const { return streams_; }
     HeatmapPanel* heatmapPanel() const { return heatmaps_; }
     SteeringPanel* steeringPanel() const { return steering_; }
+    AtlasPanel* atlasPanel() const { return atlasPanel_; }
+    AtlasController* atlas() const { return atlas_; }
+    PythonHandOff* pythonHandOff() const { return python_; }
+    StudioActions* actions() const { return actions_; }
     QUndoStack* undoStack() const { return undo_; }
     Worker* worker() const { return worker_; }
 
@@ -71,6 +79,7 @@ public Q_SLOTS:
     void openImageFile(const QString& path);
     void openImageData(const QByteArray& bytes, const QString& name);
     void openModel(const QString& directory);
+    void openDemoScene();   // File → Open Demo Scene (studio/DemoScene.h)
     void run();
     void stop();   // the run, and a model load in flight
     bool saveSessionTo(const QString& path);
@@ -126,6 +135,7 @@ private:
     QSplitter* mainSplit_ = nullptr;
     QSplitter* rightSplit_ = nullptr;
     QToolBar* paintBar_ = nullptr;
+    AtlasPanel* atlasPanel_ = nullptr;
 
     ErrorReporter* errors_ = nullptr;
     StudioStatusBar* status_ = nullptr;
@@ -134,6 +144,8 @@ private:
     ModelController* models_ = nullptr;
     ImageController* images_ = nullptr;
     RunController* runs_ = nullptr;
+    AtlasController* atlas_ = nullptr;
+    PythonHandOff* python_ = nullptr;
     SteeringController* steeringCtl_ = nullptr;
     DocumentController* document_ = nullptr;
     StartupSequence* startup_ = nullptr;

@@ -1,5 +1,6 @@
 #include "studio/StartupSequence.h"
 
+#include "studio/DemoScene.h"
 #include "studio/DocumentController.h"
 #include "studio/ErrorReporter.h"
 #include "studio/ImageController.h"
@@ -73,6 +74,12 @@ void StartupSequence::start() {
         runWanted_ = false;
     }
 
+    // A first run (no session, nothing to recover, no image or vectors asked for, the demo model)
+    // opens the demo scene, so the first thing a newcomer sees is steering, not an empty canvas.
+    const bool recoverable = options_.offerRecovery && QFileInfo::exists(p_.document->recoveryPath());
+    const bool firstRun = options_.demoScene && options_.sessionPath.isEmpty() && !recoverable && options_.imagePath.isEmpty() &&
+                          options_.vectorsPath.isEmpty() && options_.targetImagePath.isEmpty() && options_.maskSpec.isEmpty() && options_.prompt.isEmpty() &&
+                          demoSceneInstalled() && QDir(dir).canonicalPath() == QDir(demoScenePaths().model).canonicalPath();
     if (!options_.sessionPath.isEmpty()) p_.document->openFrom(options_.sessionPath);
     else p_.document->offerRecoveryIfAny();
 
@@ -89,6 +96,11 @@ void StartupSequence::start() {
         p_.steering->importMaskFrom(options_.maskSpec);
     }
     startVectors();
+    if (firstRun) {
+        waiting_[Image] = true;   // --run waits for the scene's image
+        imageRequest_ = 0;
+        openDemoScene(p_.models, p_.images, p_.steering, p_.panes.prompt, p_.panes.steering);
+    }
     runIfReady();
 }
 

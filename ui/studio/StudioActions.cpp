@@ -151,6 +151,8 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
                      tr("Load a model directory in the Hugging Face layout (%1): config.json, safetensors, tokenizer")
                          .arg(Worker::supportedFamilies().join(QStringLiteral(", "))));
     recentModels_ = file->addMenu(tr("Recent Mo&dels"));
+    openDemoScene = item(file, icons::Id::OpenImage, false, tr("Open &Demo Scene"), QKeySequence(),
+                         tr("The bundled demo: the red circle, \"What color is the circle?\", the red→blue vectors, the circle painted"));
     file->addSeparator();
     openSession = item(file, icons::Id::OpenSession, true, tr("Open &Session…"), QKeySequence(tr("Ctrl+Alt+O")),
                        tr("Open a saved session (.kvsession)"));
@@ -185,6 +187,8 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
     edit->addSeparator();
     edit->addActions(editActions_);
     edit->addSeparator();
+    copyPython = item(edit, icons::Id::ExportVectors, false, tr("Copy as &Python"), QKeySequence(tr("Ctrl+Shift+C")),
+                      tr("Put a Hugging Face snippet for the current plan on the clipboard"));
     preferences = item(edit, icons::Id::About, false, tr("&Preferences…"), QKeySequence::Preferences, tr("Device, dtype and threads for loading models"));
 
     QMenu* paint = window->menuBar()->addMenu(tr("&Paint"));

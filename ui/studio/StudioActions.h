@@ -32,6 +32,7 @@ public:
     QAction* openImage = nullptr;
     QAction* paste = nullptr;
     QAction* openModel = nullptr;
+    QAction* openDemoScene = nullptr;
     QAction* openSession = nullptr;
     QAction* save = nullptr;
     QAction* saveAs = nullptr;
@@ -42,6 +43,7 @@ public:
     QAction* saveHeatmaps = nullptr;
     // Edit, Help
     QAction* preferences = nullptr;
+    QAction* copyPython = nullptr;      // the plan as a Hugging Face snippet
     QAction* about = nullptr;
     // Run
     QAction* run = nullptr;

@@ -197,6 +197,9 @@ QWidget* SteeringPanel::buildVectorsGroup() {
     io->addWidget(import_);
     io->addWidget(export_);
     io->addWidget(clearVectors_);
+    auto* python = toolButton(icons::Id::ExportVectors, tr("Copy as Python"), tr("Put a Hugging Face snippet for this plan on the clipboard"), box);
+    python->setObjectName(QStringLiteral("copyPython"));
+    io->addWidget(python);
     v->addLayout(io);
 
     connect(source_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int i) {
@@ -215,6 +218,7 @@ QWidget* SteeringPanel::buildVectorsGroup() {
     connect(import_, &QToolButton::clicked, this, &SteeringPanel::importVectorsRequested);
     connect(export_, &QToolButton::clicked, this, &SteeringPanel::exportVectorsRequested);
     connect(clearVectors_, &QToolButton::clicked, this, &SteeringPanel::clearVectorsRequested);
+    connect(python, &QToolButton::clicked, this, &SteeringPanel::copyPythonRequested);
     setVectorsInfo(VectorsInfo());
     return box;
 }

@@ -59,6 +59,7 @@ Q_SIGNALS:
     void exportMaskRequested();
     void importMaskRequested();
     void loadTextPairsRequested();
+    void copyPythonRequested();
 
 private:
     QWidget* buildVectorsGroup();

@@ -12,11 +12,13 @@
 // layer or one decode step.
 //
 // This header is plain Qt; Worker.cpp includes the core (and libtorch) before any Qt header.
+#include "types/AtlasTypes.h"
 #include "types/StudioTypes.h"
 
 #include <QObject>
 #include <QStringList>
 
+#include <functional>
 #include <memory>
 
 namespace kvsteer {
@@ -35,6 +37,8 @@ public:
     // Thread-safe. Every run whose id is below `id` stops at its next decode step (or does not
     // start at all if it is still queued).
     void cancelRunsBefore(quint64 id);
+    // Thread-safe. Every atlas whose id is below `id` stops at its next decode step (WorkerAtlas.cpp).
+    void cancelAtlasesBefore(quint64 id);
     // Thread-safe. A model load in progress stops at its next tensor (modelLoadCancelled).
     void cancelLoad();
     // Thread-safe. Decode steps completed by the run in progress (or the last run).
@@ -57,6 +61,7 @@ public Q_SLOTS:
     void exportVectors(const QString& path, const kvsteer::ui::PlanSettings& plan, const kvsteer::ui::StrengthGrid& strength);
     void exportMask(const QString& path, const kvsteer::ui::StrengthGrid& strength);
     void loadMask(const QString& spec);
+    void runAtlas(const kvsteer::ui::AtlasRequest& request);   // WorkerAtlas.cpp
 
 Q_SIGNALS:
     // One signal per result and one per failure kind; a failure's message is readable as it is.
@@ -84,8 +89,14 @@ Q_SIGNALS:
     void maskExportFailed(const QString& path, const QString& message);
     void maskLoaded(const kvsteer::ui::StrengthGrid& grid, const QString& spec);
     void maskLoadFailed(const QString& spec, const QString& message);
+    void atlasStarted(const kvsteer::ui::AtlasStarted& info);
+    void atlasCell(const kvsteer::ui::AtlasCellResult& cell);   // as each cell finishes
+    void atlasFinished(const kvsteer::ui::AtlasFinished& info);
+    void atlasFailed(quint64 atlasId, const QString& message);
 
 private:
+    // Prefills the session for the current image and `prompt` unless it already is (WorkerAtlas.cpp).
+    bool ensurePrefilled(const QString& prompt, int reserveTokens, const std::function<bool()>& stop);
     // Keeps `vectors` (and the file info they came with) as the ones runs use; what the UI is told.
     VectorsInfo holdVectors(kvsteer::SteeringVectors vectors, const kvsteer::SteeringFileInfo& file, const QByteArray& blob,
                             const QString& origin, bool fromFile);

@@ -47,6 +47,9 @@ struct Worker::State {
     std::atomic<quint64> cancelBelow{0};
     std::atomic<bool> cancelLoad{false};
     std::atomic<int> steps{0};
+    std::atomic<quint64> atlasCancelBelow{0};   // the atlas (WorkerAtlas.cpp): ids below stop
+    std::atomic<quint64> atlasRunning{0};
+    std::atomic<bool> atlasStop{false};
     mutable std::mutex heatmapMutex;
     HeatmapSettings heatmap;
 

@@ -1,0 +1,148 @@
+// The Worker's atlas: the core's runAtlas on the worker thread, a thin adapter. The request's
+// plan is built exactly as a run builds it; each finished cell goes out as a queued signal.
+// Core (and ATen) first: Qt's `slots` keyword breaks ATen headers included after a Qt header.
+#include "Error.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
+#include "generate/Session.h"
+#include "steer/Atlas.h"
+#include "steer/PlanOptions.h"
+#include "steer/SteeringPlan.h"
+
+#include <c10/core/GradMode.h>
+
+#include <chrono>
+
+#include "worker/CoreConversions.h"
+#include "worker/WorkerState.h"
+
+namespace kvsteer::ui {
+
+namespace {
+
+AtlasCellResult toResult(quint64 id, const AtlasCell& c, int columns) {
+    AtlasCellResult r;
+    r.atlasId = id;
+    r.index = c.index;
+    r.row = c.index / columns;
+    r.column = c.index % columns;
+    r.layers = qs(c.setting.layers.label);
+    r.layerIds = QVector<int>(c.setting.layers.layers.begin(), c.setting.layers.layers.end());
+    r.ck = c.setting.ck;
+    r.cv = c.setting.cv;
+    r.outcome = AtlasOutcome(int(c.outcome));   // same order as kvsteer::AtlasOutcome
+    r.text = qs(c.generation.text);
+    r.signalsText = qs(describeSignals(c.degeneration, c.generation));
+    r.tokens = int(c.generation.ids.size());
+    r.stoppedAtEos = c.generation.stoppedAtEos;
+    return r;
+}
+
+} // namespace
+
+void Worker::cancelAtlasesBefore(quint64 id) {
+    quint64 cur = d->atlasCancelBelow.load();
+    while (cur < id && !d->atlasCancelBelow.compare_exchange_weak(cur, id)) {
+    }
+    if (d->atlasRunning.load() < id) d->atlasStop = true;
+}
+
+bool Worker::ensurePrefilled(const QString& prompt, int reserveTokens, const std::function<bool()>& stop) {
+    if (d->session && d->prefillImageId == d->imageId && d->prefillPrompt == prompt) return true;
+    d->session.reset();
+    d->steered.reset();
+    auto session = std::make_unique<Session>(d->model);
+    Q_EMIT progress(tr("Prefilling…"), 0, 0);
+    if (!session->prefill(buildPrompt(*d->model, ss(prompt), false, &d->image), reserveTokens, stop)) return false;
+    d->session = std::move(session);
+    d->prefillImageId = d->imageId;
+    d->prefillPrompt = prompt;
+    return true;
+}
+
+void Worker::runAtlas(const AtlasRequest& req) {
+    // The stop flag is cleared before the id is published, so a cancel between the two is seen by
+    // the check after them (see cancelAtlasesBefore).
+    d->atlasStop = false;
+    d->atlasRunning = req.id;
+    AtlasFinished done;
+    done.atlasId = req.id;
+    if (req.id < d->atlasCancelBelow.load()) {
+        done.cancelled = true;
+        Q_EMIT atlasFinished(done);
+        return;
+    }
+    if (!d->model || d->image.empty()) {
+        Q_EMIT atlasFailed(req.id, tr("The atlas needs a model and an image: open both, paint where to steer, and run it again."));
+        return;
+    }
+    try {
+        c10::NoGradGuard noGrad;
+        const auto t0 = std::chrono::steady_clock::now();
+        const Model& model = *d->model;
+        const int layers = model.config().text.numLayers;
+        if (!ensurePrefilled(req.prompt, std::max(64, req.maxNewTokens + 8), [this] { return d->atlasStop.load(); })) {
+            done.cancelled = true;
+            Q_EMIT idle();
+            Q_EMIT atlasFinished(done);
+            return;
+        }
+        const Session& session = *d->session;
+        PlanOptions options;
+        options.op = ss(req.plan.op);
+        options.ck = {req.plan.ck};
+        options.cv = {req.plan.cv};
+        options.heads.assign(req.plan.heads.begin(), req.plan.heads.end());
+        options.propagate = req.plan.propagate;
+        options.ablateTo = ss(req.plan.ablateTarget);
+        options.layers = std::vector<int>();
+        const bool needsVectors = operatorNeedsVectors(parseOperator(options.op));
+        if (needsVectors && !d->vectors)
+            throw kvsteer::Error("the '" + options.op + "' operator needs steering vectors: compute or import them in the Steering panel");
+        const VisualSpan span = session.snapshot().visualSpan;
+        const SteeringPlan base = makePlan(options, needsVectors ? &*d->vectors : nullptr, SteeringFileInfo(), gridTensor(req.strength), span, layers);
+
+        std::vector<AtlasLayers> rows;
+        for (const QString& r : req.layerRanges) rows.push_back(parseAtlasLayers(ss(r.trimmed()), layers));
+        if (rows.empty()) rows = defaultAtlasLayers(layers);
+        std::vector<double> strengths(req.strengths.begin(), req.strengths.end());
+        if (strengths.empty()) {   // around the panel's coefficient
+            const double c = std::abs(atlasSetsValues(base) ? req.plan.cv : req.plan.ck);
+            strengths = logSpaced(c > 0 ? c / 4 : 1, c > 0 ? c * 4 : 16, 5);
+        }
+        const std::vector<AtlasSetting> settings = atlasGrid(base, rows, strengths);
+
+        AtlasStarted started;
+        started.atlasId = req.id;
+        for (const AtlasLayers& r : rows) started.layerLabels << qs(r.label);
+        started.strengths = QVector<double>(strengths.begin(), strengths.end());
+        started.setsKeys = atlasSetsKeys(base);
+        started.setsValues = atlasSetsValues(base);
+        AtlasOptions o;
+        o.maxNewTokens = newTokensThatFit(model.config().text, int64_t(session.prompt().ids.size()), std::max(1, req.maxNewTokens));
+        o.batchRows = req.batchRows;
+        const int columns = int(strengths.size());
+        int finished = 0;
+        const auto onCell = [&](const AtlasCell& cell) {
+            Q_EMIT atlasCell(toResult(req.id, cell, columns));
+            ++finished;
+            Q_EMIT progress(tr("Atlas… %1 / %2").arg(finished).arg(settings.size()), finished, int(settings.size()));
+        };
+        const auto onUnsteered = [&](const Generation& g) {
+            started.unsteeredText = qs(g.text);
+            Q_EMIT atlasStarted(started);
+        };
+        Q_EMIT progress(tr("Atlas…"), 0, int(settings.size()));
+        const AtlasResult result = kvsteer::runAtlas(session, base, settings, o, onCell, &d->atlasStop, onUnsteered);
+        done.cancelled = result.cancelled;
+        done.cells = int(result.cells.size());
+        done.ms = msSince(t0);
+        Q_EMIT idle();
+        Q_EMIT atlasFinished(done);
+    } catch (...) {
+        Q_EMIT idle();
+        Q_EMIT atlasFailed(req.id, describeFailure(tr("running the atlas"), std::current_exception()));
+    }
+}
+
+} // namespace kvsteer::ui
