@@ -30,6 +30,7 @@ inline ui::StudioOptions studioOptions(const QString& modelDirectory, const QStr
     o.load.threads = 2;
     o.loadOverride = true;
     o.offerRecovery = false;
+    o.demoScene = false;   // a test opens what it needs (test_studio_atlas checks the first run's demo scene)
     o.recoveryPath = recoveryPath;
     o.confirmClose = false;
     o.useSettings = false;
