@@ -6,6 +6,8 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/tensor.h>
 
 #include <algorithm>
 
@@ -100,6 +102,18 @@ KVCache KVCache::stackRows(const std::vector<const KVCache*>& rows) {
         c.v_.push_back(at::cat(vs, 0));
     }
     return c;
+}
+
+void KVCache::keepRows(const std::vector<int64_t>& rows) {
+    if (rows.empty()) throw Error("KVCache::keepRows: no rows");
+    for (int64_t r : rows)
+        if (r < 0 || r >= batch_) throw Error("KVCache::keepRows: row outside the batch");
+    const at::Tensor index = at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(k_.front().device());
+    for (size_t l = 0; l < k_.size(); ++l) {
+        k_[l] = k_[l].index_select(0, index);
+        v_[l] = v_[l].index_select(0, index);
+    }
+    batch_ = static_cast<int64_t>(rows.size());
 }
 
 KVCache KVCache::row(int64_t b) const {

@@ -57,6 +57,8 @@ public:
     // Batch rows: stack single-row caches into one batch (side-by-side decoding), or take a row out.
     static KVCache stackRows(const std::vector<const KVCache*>& rows);
     KVCache row(int64_t b) const;
+    // Keeps only the given batch rows, in that order (the atlas drops rows that have finished).
+    void keepRows(const std::vector<int64_t>& rows);
 
 private:
     int64_t batch_ = 0;

@@ -6,6 +6,7 @@
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/index_select.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
@@ -199,19 +200,41 @@ void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, std::vec
         reported[size_t(r)] = true;
         if (onCell) onCell(cell);
     };
-    const auto allDone = [&] { return std::all_of(streams.begin(), streams.end(), [](const TokenStream& s) { return s.done(); }); };
-    for (int step = 0; step < maxNewTokens && !allDone(); ++step) {
+    // Batch row i decodes cell active[i]. Once half the rows (at least one) have finished, the
+    // finished ones are dropped from the batch: a short answer ("blue") does not keep paying for
+    // the longest one's steps. Each row's numbers do not depend on the others, so the ids stay
+    // those of a separate decode (test_atlas).
+    std::vector<int64_t> active(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) active[size_t(r)] = r;
+    for (int step = 0; step < maxNewTokens && !active.empty(); ++step) {
         if (cancel && cancel->load()) {
             for (int64_t r = 0; r < rows; ++r) streams[size_t(r)].cancel();
             break;
         }
         std::vector<int64_t> next;
-        for (const TokenStream& s : streams) next.push_back(s.next());   // a finished row is fed its last token, ignored
-        at::Tensor logits = session.forwardIds(batch, at::tensor(next, at::TensorOptions().dtype(at::kLong)).view({rows, 1}), &pass);
-        for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t r : active) next.push_back(streams[size_t(r)].next());   // a finished row is fed its last token, ignored
+        const int64_t n = int64_t(active.size());
+        at::Tensor logits = session.forwardIds(batch, at::tensor(next, at::TensorOptions().dtype(at::kLong)).view({n, 1}), &pass);
+        std::vector<int64_t> keep, still;
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t r = active[size_t(i)];
             if (reported[size_t(r)]) continue;
-            streams[size_t(r)].step(step, logits.select(0, r));
+            streams[size_t(r)].step(step, logits.select(0, i));
             if (streams[size_t(r)].done()) report(r);
+            else {
+                keep.push_back(i);
+                still.push_back(r);
+            }
+        }
+        const int64_t finished = n - int64_t(keep.size());
+        if (!keep.empty() && finished > 0 && 2 * finished >= n) {
+            batch.keepRows(keep);
+            const at::Tensor index = at::tensor(keep, at::TensorOptions().dtype(at::kLong));
+            for (at::Tensor& b : pass.attentionBias)
+                if (b.defined()) b = b.index_select(0, index.to(b.device()));
+            active = still;
+        } else if (keep.empty()) {
+            active.clear();
         }
     }
     if (cancel && cancel->load()) return;   // unfinished rows are not reported
