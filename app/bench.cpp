@@ -13,6 +13,9 @@
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
 #include "generate/Session.h"
+#include "steer/Atlas.h"
+#include "steer/Mask.h"
+#include "steer/PlanOptions.h"
 #include "steer/SideBySide.h"
 #include "steer/SteeringPlan.h"
 
@@ -70,9 +73,83 @@ double readBandwidthGBs() {
 struct Row {
     std::string model, weights;
     double loadS = 0, encodeMs = 0, prefillTokS = 0, decodeTokS = 0, rooflineTokS = 0, pairStepsS = 0, peakRssGB = 0, pairRssGB = 0;
+    // The 4 x 3 atlas (batched) against the same 12 settings run one at a time.
+    double atlasMs = 0, separateSteerMs = 0, separateDecodeMs = 0;
+    double atlasCost() const { return separateSteerMs > 0 ? atlasMs / separateSteerMs : 0; }
+    // The same on the demo scene (red circle, shipped red->blue vectors, the circle painted), for
+    // the bundled demo model: the atlas the studio's first run shows.
+    double demoAtlasMs = 0, demoSteerMs = 0, demoDecodeMs = 0;
+    double demoAtlasCost() const { return demoSteerMs > 0 ? demoAtlasMs / demoSteerMs : 0; }
     int64_t parameters = 0, promptTokens = 0, weightBytesPerToken = 0;
     double pairCost() const { return pairStepsS > 0 ? decodeTokS / pairStepsS : 0; }
 };
+
+// A 4 x 3 atlas (c_v 4, 8, 16, 32 × all / early / middle layers, 8 greedy tokens a cell, stopping
+// at EOS) from the kept snapshot, batched as the studio runs it, against the same 12 settings as
+// 12 separate `kvsteer steer` runs (edit + the side-by-side pair) and as 12 separate steered
+// decodes (the unbatched sweep). All three produce the same ids (test_atlas), so the times compare.
+struct AtlasTimes {
+    double atlasMs = 1e300, steerMs = 1e300, decodeMs = 1e300;
+};
+
+AtlasTimes timeAtlas(const Session& session, const SteeringPlan& plan, int repeat) {
+    const int layers = session.model().config().text.numLayers;
+    std::vector<AtlasLayers> rows{parseAtlasLayers("all", layers)};
+    for (const char* t : {"early", "middle"})
+        if (layers >= 3) rows.push_back(parseAtlasLayers(t, layers));
+    while (rows.size() < 3) rows.push_back(rows.front());
+    const std::vector<AtlasSetting> settings = atlasGrid(plan, rows, {4, 8, 16, 32});
+    AtlasOptions options;
+    options.maxNewTokens = 8;
+    GenerationOptions gen;
+    gen.maxNewTokens = options.maxNewTokens;
+    auto ms = [](auto&& f) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    AtlasTimes t;
+    for (int r = 0; r < repeat; ++r) {
+        t.atlasMs = std::min(t.atlasMs, ms([&] { runAtlas(session, plan, settings, options); }));
+        t.steerMs = std::min(t.steerMs, ms([&] {
+            for (const AtlasSetting& s : settings) decodeSideBySide(session, applyPlan(session, planForSetting(plan, s)), gen);
+        }));
+        t.decodeMs = std::min(t.decodeMs, ms([&] {
+            session.generate(gen);
+            for (const AtlasSetting& s : settings) {
+                const SteeredCache steered = applyPlan(session, planForSetting(plan, s));
+                GenerationOptions g = gen;
+                g.attentionBias = steered.attentionBias;
+                session.decode(steered.cache, session.lastPromptToken(), g);
+            }
+        }));
+    }
+    return t;
+}
+
+void measureAtlas(const Session& session, const SteeringPlan& plan, int repeat, Row& row) {
+    const AtlasTimes t = timeAtlas(session, plan, repeat);
+    row.atlasMs = t.atlasMs;
+    row.separateSteerMs = t.steerMs;
+    row.separateDecodeMs = t.decodeMs;
+}
+
+// The demo scene, when `model` is the bundled demo model and its files are there.
+void measureDemoAtlas(std::shared_ptr<Model> model, int repeat, Row& row) {
+    if (model->config().name != "kvsteer/shapes-demo" || !std::filesystem::exists(KVSTEER_DEMO_IMAGE)) return;
+    const ImageU8 image = loadImage(KVSTEER_DEMO_IMAGE);
+    Session session(model);
+    session.prefill(buildPrompt(*model, "What color is the circle?", false, &image), 64);
+    SteeringFileInfo info;
+    const SteeringVectors vectors = loadSteeringFile(KVSTEER_DEMO_VECTORS, *model, &info);
+    const VisualSpan& span = session.snapshot().visualSpan;
+    const SteeringPlan plan = makePlan(PlanOptions(), &vectors, info, loadMask("rect:6,9,15,18", span.gridHeight, span.gridWidth), span,
+                                       model->config().text.numLayers);
+    const AtlasTimes t = timeAtlas(session, plan, repeat);
+    row.demoAtlasMs = t.atlasMs;
+    row.demoSteerMs = t.steerMs;
+    row.demoDecodeMs = t.decodeMs;
+}
 
 Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat) {
     Row row;
@@ -117,6 +194,8 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
             best = std::max(best, 1000.0 * pair.steered.ids.size() / pair.decodeMs);
         }
         row.pairStepsS = best;
+        measureAtlas(session, plan, repeat, row);
+        measureDemoAtlas(model, repeat, row);
     }
     row.encodeMs = vision ? bestEncode : 0;
     // Prefill throughput counts the image encode: it is part of getting the first token out.
@@ -140,7 +219,15 @@ nlohmann::json toJson(const Row& r) {
             {"pair_step_s", r.pairStepsS},
             {"pair_cost", r.pairCost()},
             {"peak_rss_gb", r.peakRssGB},
-            {"pair_peak_rss_gb", r.pairRssGB}};
+            {"pair_peak_rss_gb", r.pairRssGB},
+            {"atlas_4x3_ms", r.atlasMs},
+            {"separate_12_steer_ms", r.separateSteerMs},
+            {"separate_12_decode_ms", r.separateDecodeMs},
+            {"atlas_cost", r.atlasCost()},
+            {"demo_atlas_4x3_ms", r.demoAtlasMs},
+            {"demo_separate_12_steer_ms", r.demoSteerMs},
+            {"demo_separate_12_decode_ms", r.demoDecodeMs},
+            {"demo_atlas_cost", r.demoAtlasCost()}};
 }
 
 Row fromJson(const nlohmann::json& j) {
@@ -158,6 +245,12 @@ Row fromJson(const nlohmann::json& j) {
     r.pairStepsS = j.at("pair_step_s");
     r.peakRssGB = j.at("peak_rss_gb");
     r.pairRssGB = j.at("pair_peak_rss_gb");
+    r.atlasMs = j.value("atlas_4x3_ms", 0.0);
+    r.separateSteerMs = j.value("separate_12_steer_ms", 0.0);
+    r.separateDecodeMs = j.value("separate_12_decode_ms", 0.0);
+    r.demoAtlasMs = j.value("demo_atlas_4x3_ms", 0.0);
+    r.demoSteerMs = j.value("demo_separate_12_steer_ms", 0.0);
+    r.demoDecodeMs = j.value("demo_separate_12_decode_ms", 0.0);
     return r;
 }
 
@@ -208,6 +301,22 @@ void printTable(const std::vector<Row>& rows) {
                 "roofline = measured read bandwidth / weight bytes one decode step reads; pair = steps/s of the side-by-side\n"
                 "batch (one unsteered + one steered token per step); pair/one = a pair step's cost in single-stream steps;\n"
                 "peak RSS = after the prompt and the new tokens of one stream; pair RSS = after the side-by-side runs too.\n");
+    std::printf("\n| %-24s | %10s | %14s | %15s | %12s |\n", "model", "atlas 4x3", "12 steer runs", "12 decodes", "atlas/steer");
+    std::printf("|%s|%s|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(12, '-').c_str(), std::string(16, '-').c_str(),
+                std::string(17, '-').c_str(), std::string(14, '-').c_str());
+    for (const Row& r : rows)
+        if (r.atlasMs > 0)
+            std::printf("| %-24s | %7.1f ms | %11.1f ms | %12.1f ms | %11.2fx |\n", r.model.c_str(), r.atlasMs, r.separateSteerMs,
+                        r.separateDecodeMs, r.atlasCost());
+    for (const Row& r : rows)
+        if (r.demoAtlasMs > 0)
+            std::printf("| %-24s | %7.1f ms | %11.1f ms | %12.1f ms | %11.2fx |\n", "  demo scene", r.demoAtlasMs, r.demoSteerMs,
+                        r.demoDecodeMs, r.demoAtlasCost());
+    std::printf("\natlas 4x3 = c_v 4, 8, 16, 32 x all / early / middle layers, 8 greedy tokens a cell, batched from the kept\n"
+                "snapshot (with the unsteered answer); 12 steer runs = the same settings as 12 `steer` runs (edit + side-by-side\n"
+                "pair); 12 decodes = the unsteered answer + 12 edits and single-stream decodes, one at a time. The model rows\n"
+                "use the synthetic image and random vectors above; \"demo scene\" = red_circle.png, the shipped red->blue\n"
+                "vectors, the circle painted (rect:6,9,15,18), as the studio's first run shows it.\n");
 }
 
 // The targets for this 2-core machine, checked against whatever rows match them.
@@ -217,6 +326,8 @@ void printTargets(const std::vector<Row>& rows) {
         const bool met = std::string(op) == ">=" ? value >= target : value <= target;
         std::printf("  %-4s %-24s %-28s %8.2f %s %.2f\n", met ? "ok" : "MISS", r.model.c_str(), what, value, op, target);
     };
+    for (const Row& r : rows)
+        if (r.demoAtlasMs > 0) line(r, "demo atlas 4x3 / 12 steer runs", r.demoAtlasCost(), "<=", 0.5);
     for (const Row& r : rows) {
         // Tiny models are bound by per-step overheads, not by weight bytes: no roofline for them.
         if (r.parameters < 100'000'000) continue;
