@@ -105,10 +105,12 @@ int main(int argc, char** argv) {
     const QCommandLineOption ready(QStringLiteral("ready-file"),
                                    QStringLiteral("With --run: write the two answers to FILE when the run has finished (for scripts)."),
                                    QStringLiteral("FILE"));
+    const QCommandLineOption atlas(QStringLiteral("atlas"),
+                                   QStringLiteral("With --run: run the atlas (strength x layer range) after the run, before --ready-file."));
     const QCommandLineOption noRecovery(QStringLiteral("no-recovery"), QStringLiteral("Do not offer to recover an autosaved session."));
     const QCommandLineOption size(QStringLiteral("window-size"), QStringLiteral("Initial window size WxH."), QStringLiteral("WxH"));
     for (const auto& o : {model, device, dtype, threads, image, prompt, mask, vectors, target, perPosition, propagate, op, ck, cv, layers,
-                          maxTokens, heatmap, heatmapLayer, session, run, ready, noRecovery, size})
+                          maxTokens, heatmap, heatmapLayer, session, run, ready, atlas, noRecovery, size})
         cli.addOption(o);
     cli.addPositionalArgument(QStringLiteral("image"), QStringLiteral("Image to open (same as --image)."), QStringLiteral("[image]"));
     cli.process(app);
@@ -147,6 +149,7 @@ int main(int argc, char** argv) {
     if (cli.isSet(heatmapLayer)) o.heatmapLayer = cli.value(heatmapLayer).toInt();
     o.run = cli.isSet(run);
     o.readyFile = cli.value(ready);
+    o.atlas = cli.isSet(atlas);
     o.offerRecovery = !cli.isSet(noRecovery);
 
     kvsteer::ui::MainWindow window(o);

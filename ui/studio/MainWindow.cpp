@@ -84,6 +84,7 @@ MainWindow::~MainWindow() {
     for (QObject* c : std::initializer_list<QObject*>{startup_, document_, python_, steeringCtl_, atlas_, runs_, images_, models_, actions_, settings_, status_, errors_})
         delete c;
     worker_->cancelRunsBefore(std::numeric_limits<quint64>::max());
+    worker_->cancelAtlasesBefore(std::numeric_limits<quint64>::max());
     workerThread_.quit();
     workerThread_.wait();
 }
@@ -322,7 +323,7 @@ void MainWindow::wireControllers() {
 
     // Last: its steps settle after the window has shown what each signal brought.
     startup_ = new StartupSequence(options_, {errors_, status_, settings_, models_, images_, steeringCtl_, runs_, document_,
-                                              {prompt_, canvas_, steering_, heatmaps_, streams_}, this},
+                                              {prompt_, canvas_, steering_, heatmaps_, streams_}, this, atlas_},
                                    this);
 }
 

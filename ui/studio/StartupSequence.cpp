@@ -1,5 +1,6 @@
 #include "studio/StartupSequence.h"
 
+#include "studio/AtlasController.h"
 #include "studio/DemoScene.h"
 #include "studio/DocumentController.h"
 #include "studio/ErrorReporter.h"
@@ -190,8 +191,18 @@ void StartupSequence::runIfReady() {
 }
 
 void StartupSequence::onRunFinished(const RunFinished& info) {
-    if (runId_ == 0 || info.runId != runId_ || options_.readyFile.isEmpty()) return;
+    if (runId_ == 0 || info.runId != runId_) return;
     runId_ = 0;
+    if (options_.atlas && p_.atlas) {   // --atlas: the atlas next, then the ready file
+        connect(p_.atlas, &AtlasController::finished, this, &StartupSequence::writeReadyFile, Qt::SingleShotConnection);
+        p_.atlas->run();
+        return;
+    }
+    writeReadyFile();
+}
+
+void StartupSequence::writeReadyFile() {
+    if (options_.readyFile.isEmpty()) return;
     QTimer::singleShot(700, this, [this] {   // let the last heatmap and the panes paint
         QFile f(options_.readyFile);
         StreamView* streams = p_.panes.streams;

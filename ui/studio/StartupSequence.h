@@ -18,6 +18,7 @@ class QWidget;
 
 namespace kvsteer::ui {
 
+class AtlasController;
 class DocumentController;
 class ErrorReporter;
 class ImageController;
@@ -37,6 +38,7 @@ struct StartupParts {
     DocumentController* document = nullptr;
     RunPanes panes;
     QWidget* window = nullptr;
+    AtlasController* atlas = nullptr;
 };
 
 class StartupSequence : public QObject {
@@ -55,6 +57,7 @@ private:
     void settle(Step step);
     void runIfReady();
     void onRunFinished(const RunFinished& info);
+    void writeReadyFile();
 
     const StudioOptions options_;
     const StartupParts p_;

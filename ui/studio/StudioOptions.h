@@ -29,6 +29,7 @@ struct StudioOptions {
     bool propagate = false;
     bool run = false;                 // run once everything above is ready
     QString readyFile;                // written when that run (and its heatmap) has finished
+    bool atlas = false;               // after that run, run the atlas too (before the ready file)
     bool demoScene = true;            // no session to recover, no image chosen, the demo model: open the demo scene
     bool offerRecovery = true;
     QString recoveryPath;             // empty: AppDataLocation/recovery.kvsession
