@@ -163,9 +163,17 @@ std::string describeSignals(const DegenerationSignals& s, const Generation& g) {
 
 namespace {
 
+// What a batch knows of the unsteered answer: known, or decoded by the batch's row whose cell
+// index is -1 (the pristine snapshot), in which case cells that end first wait for it.
+struct Reference {
+    Generation* answer;
+    bool known;
+    const std::function<void(const Generation&)>* onKnown;
+};
+
 // Decodes one batch of edited caches together; reports each row as it finishes.
 void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, std::vector<SteeredCache>& steered, int maxNewTokens,
-                 const Generation& unsteered, const AtlasCellCallback& onCell, const std::atomic<bool>* cancel) {
+                 Reference ref, const AtlasCellCallback& onCell, const std::atomic<bool>* cancel) {
     const Model& model = session.model();
     const int64_t rows = int64_t(cells.size());
     std::vector<const KVCache*> parts;
@@ -192,13 +200,27 @@ void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, std::vec
     for (int64_t r = 0; r < rows; ++r)
         streams.emplace_back(SamplingParams(), model.tokenizer(), model.config().text.eosTokenIds, true, session.lastPromptToken());
     std::vector<bool> reported(size_t(rows), false);
+    std::vector<int64_t> waiting;   // cells that ended before the unsteered answer
+    auto classify = [&](AtlasCell& cell) {
+        cell.degeneration = degenerationSignals(cell.generation);
+        cell.outcome = classifyCell(cell.generation, *ref.answer);
+        if (onCell) onCell(cell);
+    };
     auto report = [&](int64_t r) {
         AtlasCell& cell = cells[size_t(r)];
         cell.generation = streams[size_t(r)].finish();
-        cell.degeneration = degenerationSignals(cell.generation);
-        cell.outcome = classifyCell(cell.generation, unsteered);
         reported[size_t(r)] = true;
-        if (onCell) onCell(cell);
+        if (cell.index < 0) {   // the unsteered row: now the waiting cells can be classified
+            *ref.answer = cell.generation;
+            ref.known = true;
+            if (*ref.onKnown) (*ref.onKnown)(*ref.answer);
+            for (int64_t w : waiting) classify(cells[size_t(w)]);
+            waiting.clear();
+        } else if (ref.known) {
+            classify(cell);
+        } else {
+            waiting.push_back(r);
+        }
     };
     // Batch row i decodes cell active[i]. Once half the rows (at least one) have finished, the
     // finished ones are dropped from the batch: a short answer ("blue") does not keep paying for
@@ -238,8 +260,10 @@ void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, std::vec
         }
     }
     if (cancel && cancel->load()) return;   // unfinished rows are not reported
+    for (int64_t r = 0; r < rows; ++r)   // ran to the budget: the unsteered row first
+        if (!reported[size_t(r)] && cells[size_t(r)].index < 0) report(r);
     for (int64_t r = 0; r < rows; ++r)
-        if (!reported[size_t(r)]) report(r);   // ran to the budget
+        if (!reported[size_t(r)]) report(r);
 }
 
 } // namespace
@@ -252,21 +276,34 @@ AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std
     const int batchRows = std::clamp<int>(options.batchRows, 1, int(kernels::kSkinnyMaxRows));
     const auto t0 = std::chrono::steady_clock::now();
     AtlasResult result;
-    GenerationOptions g;
-    g.maxNewTokens = options.maxNewTokens;
-    result.unsteered = session.generate(g, {}, cancel);
-    if (onUnsteered) onUnsteered(result.unsteered);
     auto cancelled = [&] { return cancel && cancel->load(); };
+    Reference ref{&result.unsteered, false, &onUnsteered};
+    if (settings.empty()) {
+        GenerationOptions g;
+        g.maxNewTokens = options.maxNewTokens;
+        result.unsteered = session.generate(g, {}, cancel);
+        if (onUnsteered) onUnsteered(result.unsteered);
+    }
 
-    // Batches of near-equal size (12 cells at 8 rows: 6 + 6), in the grid's order.
-    const int n = int(settings.size());
+    // The unsteered answer is the first batch's first row (cell index -1, the pristine snapshot),
+    // then the settings in the grid's order, in batches of near-equal size (12 cells at 8 rows:
+    // 7 + 6 with the unsteered row).
+    const int n = int(settings.size()) + 1;
     const int batches = (n + batchRows - 1) / batchRows;
     int next = 0;
-    for (int b = 0; b < batches && !cancelled(); ++b) {
+    for (int b = 0; b < batches && !settings.empty() && !cancelled(); ++b) {
         const int take = (n - next + (batches - b) - 1) / (batches - b);
         std::vector<AtlasCell> cells;
         std::vector<SteeredCache> steered;
-        for (int i = next; i < next + take && !cancelled(); ++i) {
+        if (next == 0) {
+            AtlasCell reference;
+            reference.index = -1;
+            SteeredCache pristine;
+            pristine.cache = session.snapshot().clone();
+            steered.push_back(std::move(pristine));
+            cells.push_back(reference);
+        }
+        for (int i = std::max(next, 1) - 1; i < next + take - 1 && !cancelled(); ++i) {
             AtlasCell cell;
             cell.index = i;
             cell.setting = settings[size_t(i)];
@@ -281,7 +318,8 @@ AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std
             result.cells.push_back(c);
             if (onCell) onCell(c);
         };
-        decodeBatch(session, cells, steered, options.maxNewTokens, result.unsteered, keep, cancel);
+        decodeBatch(session, cells, steered, options.maxNewTokens, ref, keep, cancel);
+        ref.known = ref.known || b == 0;
     }
     result.cancelled = cancelled();
     std::sort(result.cells.begin(), result.cells.end(), [](const AtlasCell& a, const AtlasCell& b) { return a.index < b.index; });

@@ -102,10 +102,11 @@ struct AtlasResult {
 // The plan a setting gives: `base` with its layers and coefficients replaced.
 SteeringPlan planForSetting(const SteeringPlan& base, const AtlasSetting& setting);
 
-// Runs every setting from the session's kept snapshot. The unsteered answer is decoded first
-// (or taken from `unsteered` when given, e.g. the studio's last run); `onCell` is called as each
-// cell finishes (in the calling thread), `onUnsteered` once the reference is known. `cancel`,
-// when it becomes true, stops between decode steps and between plans.
+// Runs every setting from the session's kept snapshot. The unsteered answer is decoded as the
+// first batch's first row (the pristine snapshot, no edit); cells of that batch that end before it
+// wait for it to be classified. `onCell` is called as each cell finishes (in the calling thread),
+// `onUnsteered` once the reference is known. `cancel`, when it becomes true, stops between decode
+// steps and between plans.
 AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std::vector<AtlasSetting>& settings,
                      const AtlasOptions& options, const AtlasCellCallback& onCell = {}, const std::atomic<bool>* cancel = nullptr,
                      const std::function<void(const Generation&)>& onUnsteered = {});
