@@ -164,11 +164,12 @@ void AtlasView::paintEvent(QPaintEvent*) {
         return;
     }
     int x = footer.left();
+    const QString legend[] = {tr("same"), tr("different"), tr("degenerate")};   // short: the dock is narrow
     for (AtlasOutcome o : {AtlasOutcome::Same, AtlasOutcome::Different, AtlasOutcome::Degenerate}) {
         p.fillRect(QRect(x, footer.center().y() - 5, 10, 10), fill(o));
         x += 14;
         p.setPen(pal.color(QPalette::WindowText));
-        const QString t = outcomeTitle(o);
+        const QString t = legend[int(o)];
         p.drawText(QRect(x, footer.top(), fm.horizontalAdvance(t) + 4, footer.height()), Qt::AlignVCenter, t);
         x += fm.horizontalAdvance(t) + 14;
     }
