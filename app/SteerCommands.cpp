@@ -154,6 +154,7 @@ nlohmann::ordered_json sweepJson(const AtlasResult& r, const SteeringPlan& base,
                                        {"cv", c.setting.cv},
                                        {"outcome", outcomeName(c.outcome)}};
         cell.update(generation(c.generation));
+        cell["edit_ms"] = c.editMs;
         cells.push_back(cell);
     }
     return {{"operator", operatorName(base.op)},
