@@ -4,7 +4,8 @@
 // recomputes the tokens after the last edited one (checked against a recompute by hand);
 // `tokens:` masks parse and refuse what they cannot mean; the text-pair recipe's vectors at the
 // last token change the greedy answer; vector files made on qwen2 round-trip and refuse another
-// family; heatmaps are drawn over the tokens.
+// family; heatmaps are drawn over the tokens; a Qwen2.5-style chat template keeps its own
+// default system message.
 #include "TestSupport.h"
 #include "Error.h"
 #include "analysis/Heatmaps.h"
@@ -19,6 +20,10 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/zeros.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -199,6 +204,35 @@ private slots:
         const at::Tensor delta = deltaHeatmaps(session_->snapshot(), s.cache, false, -1);
         const at::Tensor changed = (delta > 0).to(at::kLong).sum(0).reshape({-1});   // layers that moved, per token
         for (int64_t p = 0; p < n_; ++p) QCOMPARE(changed[p].item<int64_t>() > 0, p == 5);
+    }
+
+    void qwen25TemplatesKeepTheirSystemMessage() {
+        // A Qwen2.5-style template (a tools branch whose system turn is built from code, then the
+        // literal default) gives its own message; a broken template file is named.
+        QTemporaryDir tmp;
+        const std::filesystem::path dir = tmp.path().toStdString();
+        for (const auto& f : std::filesystem::directory_iterator(referenceDir() + "/tiny-qwen2"))
+            std::filesystem::copy_file(f.path(), dir / f.path().filename());
+        nlohmann::json cfg = nlohmann::json::parse(std::ifstream(dir / "tokenizer_config.json"));
+        cfg["chat_template"] =
+            "{%- if tools %}{{- '<|im_start|>system\\n' }}{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] }}"
+            "{%- else %}{{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}{%- endif %}"
+            "{%- else %}{%- if messages[0]['role'] != 'system' %}"
+            "{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}"
+            "{%- endif %}{%- endif %}";
+        std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+        const auto model = loadModel(dir.string());
+        QCOMPARE(model->applyTemplate("Hi", false),
+                 std::string("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+                             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"));
+        QVERIFY(model_->applyTemplate("Hi", false).rfind("<|im_start|>system\nYou are a helpful assistant.<|im_end|>", 0) == 0);
+        std::ofstream(dir / "chat_template.json") << "{\"chat_template\": ";
+        try {
+            loadModel(dir.string());
+            QFAIL("a broken chat_template.json loaded");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("chat_template.json") != std::string::npos, e.what());
+        }
     }
 
     void theSeedComplaintOnQwen2() {
