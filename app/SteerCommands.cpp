@@ -125,11 +125,13 @@ std::set<std::string> planOptionNames() {
 }
 
 // --prompt in the family's template, or as is with --raw-prompt (the same meaning in every command).
+// Without --image the prompt is text only, and steering addresses its tokens.
 std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr<Model> model, int reserve) {
-    if (!cl.has("image") || !cl.has("prompt")) throw UsageError("needs --image FILE and --prompt TEXT");
-    const ImageU8 image = loadImage(cl.get("image"));
+    if (!cl.has("prompt")) throw UsageError("needs --prompt TEXT (and --image FILE to steer an image)");
+    std::optional<ImageU8> image;
+    if (cl.has("image")) image = loadImage(cl.get("image"));
     auto session = std::make_unique<Session>(model);
-    session->prefill(buildPrompt(*model, cl.get("prompt"), cl.has("raw-prompt"), &image), reserve);
+    session->prefill(buildPrompt(*model, cl.get("prompt"), cl.has("raw-prompt"), image ? &*image : nullptr), reserve);
     return session;
 }
 

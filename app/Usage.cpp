@@ -37,8 +37,8 @@ const std::vector<CommandHelp>& commands() {
           "--prompt TEXT [--raw-prompt] (--image-a FILE --image-b FILE | --image FILE --mask MASK | --pairs FILE.jsonl)",
           "--out VECTORS.safetensors [--operator OP] [--ck X] [--cv Y] [--layers A-B]"},
          kModelNote | kPromptNote | kMaskNote, false},
-        {"steer", "Decodes the answer with and without a steering plan, side by side",
-         {"--model DIR --image FILE --prompt TEXT [--raw-prompt] [--vectors FILE] [--mask MASK] [--layers A-B]",
+        {"steer", "Decodes the answer with and without a steering plan, side by side (on the image's cells, or without an image on the prompt's tokens)",
+         {"--model DIR [--image FILE] --prompt TEXT [--raw-prompt] [--vectors FILE] [--mask MASK] [--layers A-B]",
           "[--heads LIST] [--ck X] [--cv Y] [--operator add|norm|prerope|scale|spotlight|ablate] [--ablate-to mean|zero]",
           "[--propagate] [--max-new-tokens N] [--json]"},
          kModelNote | kPromptNote | kMaskNote | kJsonNote, false},
@@ -95,7 +95,8 @@ std::string notes(unsigned which) {
     if (which & kMaskNote)
         out += "MASK: rect:r0,c0,r1,c1 (grid cells, inclusive, within the model's grid: rect:0,0,15,15 is all of a 16x16\n"
                "grid), a grayscale image of any size (white = 1, area-averaged onto the grid), or a .npy / .safetensors\n"
-               "of the grid's shape.\n";
+               "of the grid's shape. Without an image, steering addresses the prompt's tokens (a 1xN strip of the N tokens\n"
+               "the cache holds): tokens:A-B,C,last names them (the default is tokens:last, where cache steering puts its vectors).\n";
     if (which & kJsonNote) out += "With --json, stdout holds only the final JSON object.\n";
     return out;
 }

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     const QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("Threads for the matmuls (0 = all cores)."), QStringLiteral("N"));
     const QCommandLineOption image({QStringLiteral("i"), QStringLiteral("image")}, QStringLiteral("Image to open."), QStringLiteral("FILE"));
     const QCommandLineOption prompt({QStringLiteral("p"), QStringLiteral("prompt")}, QStringLiteral("The question."), QStringLiteral("TEXT"));
-    const QCommandLineOption mask(QStringLiteral("mask"), QStringLiteral("Strength mask: PNG/.npy/.safetensors or rect:r0,c0,r1,c1."),
+    const QCommandLineOption mask(QStringLiteral("mask"), QStringLiteral("Strength mask: PNG/.npy/.safetensors, rect:r0,c0,r1,c1, or tokens:A-B,last (a text prompt)."),
                                   QStringLiteral("MASK"));
     const QCommandLineOption vectors(QStringLiteral("vectors"), QStringLiteral("Steering vector file to import."), QStringLiteral("FILE"));
     const QCommandLineOption target(QStringLiteral("steer-toward"),
@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
     o.imagePath = cli.isSet(image) ? cli.value(image) : cli.positionalArguments().value(0);
     o.prompt = cli.value(prompt);
     o.maskSpec = cli.value(mask);
-    if (!o.maskSpec.isEmpty() && !o.maskSpec.startsWith(QLatin1String("rect:"))) o.maskSpec = QFileInfo(o.maskSpec).absoluteFilePath();
+    if (!o.maskSpec.isEmpty() && !o.maskSpec.startsWith(QLatin1String("rect:")) && !o.maskSpec.startsWith(QLatin1String("tokens:")))
+        o.maskSpec = QFileInfo(o.maskSpec).absoluteFilePath();
     o.vectorsPath = cli.value(vectors);
     o.targetImagePath = cli.value(target);
     o.sessionPath = cli.value(session);

@@ -1,11 +1,12 @@
 #pragma once
-// Helpers shared by the studio's GUI tests (test_studio, test_studio_paligemma): the options a
+// Helpers shared by the studio's GUI tests (test_studio, _paligemma, _qwen): the options a
 // test window starts with, a brush stroke through cells, Run-and-wait, and closing the dialogs a
 // check provoked. Plain Qt: include it after TestSupport.h (torch before any Qt header).
 #include "studio/MainWindow.h"
 #include "studio/StudioOptions.h"
 #include "widgets/PatchCanvas.h"
 #include "widgets/PromptPanel.h"
+#include "widgets/SteeringPanel.h"
 
 #include <QApplication>
 #include <QMessageBox>
@@ -54,6 +55,18 @@ inline void stroke(ui::PatchCanvas* canvas, const QVector<QPoint>& cells, Qt::Mo
     QTest::mousePress(canvas, button, Qt::NoModifier, canvas->cellCenter(cells.front().y(), cells.front().x()).toPoint());
     for (const QPoint& c : cells) QTest::mouseMove(canvas, canvas->cellCenter(c.y(), c.x()).toPoint());
     QTest::mouseRelease(canvas, button, Qt::NoModifier, canvas->cellCenter(cells.back().y(), cells.back().x()).toPoint());
+}
+
+// Clicks the Steering panel's "Compute vectors" (the panel's source as set) and waits for the
+// vectors; false when the button is missing or disabled, or no vectors came.
+inline bool computeVectors(ui::MainWindow* w) {
+    QSignalSpy vectors(w, &ui::MainWindow::vectorsChanged);
+    QPushButton* compute = nullptr;
+    for (QPushButton* b : w->steeringPanel()->findChildren<QPushButton*>())
+        if (b->text() == QStringLiteral("Compute vectors")) compute = b;
+    if (!compute || !compute->isEnabled()) return false;
+    QTest::mouseClick(compute, Qt::LeftButton);
+    return vectors.wait(kRunTimeoutMs) && w->vectors().valid();
 }
 
 // Clicks Run with `maxTokens` and waits for that run (not an earlier, superseded one) to finish.

@@ -1,7 +1,7 @@
 // The kvsteer CLI end to end, as scripts use it: generate (--json, --dump-prefill) against the
 // reference, inspect, make-random, and extract -> steer -> sweep; the same on PaliGemma (16x16
 // grid, image tokens first), vector files tied to their family and grid, --raw-prompt in every
-// command that takes --prompt, and --help everywhere.
+// command that takes --prompt, --help everywhere, and text-only steering on qwen2 (tokens: masks).
 #include "TestSupport.h"
 #include "io/SafeTensors.h"
 
@@ -327,6 +327,34 @@ private slots:
         QVERIFY2(r.out.find("type         paligemma (PaliGemma)") != std::string::npos, r.out.c_str());
         QVERIFY2(r.out.find("16x16 = 256 patches") != std::string::npos, r.out.c_str());
         QVERIFY2(r.out.find("prompt       <image><bos>{question}\\n\n") != std::string::npos, r.out.c_str());
+    }
+
+    void textOnlySteeringOnQwen2() {
+        // No --image: the prompt's tokens are the strip. The text-pair recipe, then steer at the
+        // last token (the default) and at a token range; c 0 is the unsteered answer.
+        const std::string model = referenceDir() + "/tiny-qwen2", pairs = tmp_.filePath("pairs.jsonl").toStdString();
+        std::ofstream(pairs) << R"({"positive": "What a great day", "negative": "What an awful day"})" << "\n"
+                             << R"({"positive": "The answer is yes", "negative": "The answer is no"})" << "\n";
+        const std::string vectors = tmp_.filePath("qwen2-pairs.safetensors").toStdString();
+        ProcessResult r = runCli({"extract", "--model", model, "--recipe", "text-pairs", "--pairs", pairs, "--out", vectors});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        QCOMPARE(vectorsMetadata(vectors).at("model_type").get<std::string>(), std::string("qwen2"));
+        const std::vector<std::string> steer{"steer", "--model", model, "--prompt", "Tell me about the weather", "--vectors", vectors,
+                                             "--max-new-tokens", "10", "--json"};
+        auto with = [&](std::vector<std::string> extra) {
+            std::vector<std::string> args = steer;
+            args.insert(args.end(), extra.begin(), extra.end());
+            return runJson(args);
+        };
+        json last = with({"--ck", "8", "--cv", "8"});
+        QVERIFY(last["steered"]["ids"] != last["unsteered"]["ids"]);
+        json range = with({"--mask", "tokens:2-5", "--ck", "8", "--cv", "8"});
+        QVERIFY(range["steered"]["ids"] != last["steered"]["ids"]);
+        json zero = with({"--mask", "tokens:0-20", "--ck", "0", "--cv", "0"});
+        QCOMPARE(zero["steered"]["ids"], zero["unsteered"]["ids"]);
+        r = runCli({"steer", "--model", model, "--prompt", "Tell me about the weather", "--vectors", vectors, "--mask", "tokens:400"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.find("token 400 is outside the prompt's") != std::string::npos, r.err.c_str());
     }
 };
 

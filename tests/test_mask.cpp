@@ -81,7 +81,7 @@ private slots:
         e = loadError("rect:0,0,99999999999,3", 16, 16);   // too many digits for an int: still an Error
         QVERIFY2(e.find("99999999999") != std::string::npos, e.c_str());
         e = loadError("rect:0,0,1,1", 0, 0);
-        QVERIFY2(e.find("no image grid") != std::string::npos, e.c_str());
+        QVERIFY2(e.find("has no grid") != std::string::npos, e.c_str());
     }
 
     void imagesAreAreaAveragedOntoAnyGrid() {

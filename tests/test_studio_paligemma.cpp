@@ -221,14 +221,7 @@ private Q_SLOTS:
 
         SteeringPanel* panel = w_->steeringPanel();
         panel->setSource(VectorSource::PaintedRegion);
-        QSignalSpy vectors(w_.get(), &MainWindow::vectorsChanged);
-        QPushButton* compute = nullptr;
-        for (QPushButton* b : panel->findChildren<QPushButton*>())
-            if (b->text() == QStringLiteral("Compute vectors")) compute = b;
-        QVERIFY(compute && compute->isEnabled());
-        QTest::mouseClick(compute, Qt::LeftButton);
-        QVERIFY(vectors.wait(kRunTimeoutMs));
-        QVERIFY2(w_->vectors().valid(), qPrintable(w_->lastErrorText()));
+        QVERIFY2(computeVectors(w_.get()), qPrintable(w_->lastErrorText()));
         PlanSettings p = panel->planSettings();
         p.op = QStringLiteral("add");
         p.cv = 4.0;

@@ -80,6 +80,9 @@ Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const 
     }
     model.assignPositions(p);
     if (p.ids.size() < 2) throw Error("prompt: needs at least two tokens (got " + std::to_string(p.ids.size()) + ")");
+    // Without an image, steering addresses the prompt's tokens: all but the last, which is what
+    // the snapshot holds (decoding feeds the last token again, against the edited cache).
+    if (!p.hasImage) p.span = VisualSpan::tokenStrip(static_cast<int64_t>(p.ids.size()) - 1);
     const int64_t context = config.text.maxPositionEmbeddings;
     if (static_cast<int64_t>(p.ids.size()) >= context)
         throw Error("prompt: " + std::to_string(p.ids.size()) + " tokens do not fit the model's context of " +

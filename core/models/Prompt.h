@@ -17,7 +17,7 @@ class Model;
 struct Prompt {
     std::string text;               // the full prompt text, template applied
     std::vector<int64_t> ids;       // tokens (BOS where the family puts it), <image> expanded
-    VisualSpan span;                // where the visual tokens are (invalid without an image)
+    VisualSpan span;                // where the visual tokens are; without an image, the token strip
     bool hasImage = false;
     PreprocessedImage image;        // resized / cropped uint8 and CHW float pixels
     at::Tensor pixels;              // [1, 3, H, W] float32 (undefined without an image)

@@ -49,6 +49,38 @@ at::Tensor rectMask(const std::string& spec, int gh, int gw) {
     return mask;
 }
 
+// "tokens:A-B,C,last": a 1 x N token strip with the named tokens at 1. Indices count the
+// tokens the snapshot holds (0 = the first, BOS where the family has one); "last" is the last
+// of them, where published cache steering puts its vectors.
+at::Tensor tokenMask(const std::string& spec, int gh, int gw) {
+    if (gh != 1)
+        throw Error("mask " + spec + ": tokens: masks address a text prompt's token strip, but this prompt has an image (" +
+                    gridText(gh, gw) + " grid); use rect:r0,c0,r1,c1");
+    static const std::regex item(R"((\d+)(?:-(\d+))?|last)");
+    at::Tensor mask = at::zeros({gh, gw});
+    const std::string list = spec.substr(7);
+    size_t begin = 0;
+    do {
+        const size_t comma = list.find(',', begin);
+        const std::string part = list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+        std::smatch m;
+        if (!std::regex_match(part, m, item))
+            throw Error("mask '" + spec + "': '" + part + "' is not a token: expected tokens:A-B, tokens:A,B,... or tokens:last");
+        int a = gw - 1, b = gw - 1;
+        if (part != "last") {
+            a = cellIndex(m[1], spec);
+            b = m[2].matched ? cellIndex(m[2], spec) : a;
+        }
+        if (a > b) throw Error("mask " + spec + ": '" + part + "' runs backwards (expected A <= B)");
+        if (b >= gw)
+            throw Error("mask " + spec + ": token " + std::to_string(b) + " is outside the prompt's " + std::to_string(gw) +
+                        " cached tokens (0-" + std::to_string(gw - 1) + ")");
+        mask.narrow(1, a, b - a + 1).fill_(1.0);
+        begin = comma == std::string::npos ? std::string::npos : comma + 1;
+    } while (begin != std::string::npos);
+    return mask;
+}
+
 // [cells, pixels]: how much of pixel p (in pixels) lies inside cell i when `pixels` pixels are
 // spread evenly over `cells` cells. Exact area weights, so any image size maps onto any grid:
 // a pixel on a cell boundary is shared, and a grid finer than the image still gets a value.
@@ -130,8 +162,9 @@ at::Tensor safetensorsMask(const std::string& path, int gh, int gw) {
 } // namespace
 
 at::Tensor loadMask(const std::string& spec, int gh, int gw) {
-    if (gh <= 0 || gw <= 0) throw Error("mask " + spec + ": the model has no image grid (" + gridText(gh, gw) + "), so there is nothing to mask");
+    if (gh <= 0 || gw <= 0) throw Error("mask " + spec + ": the prompt has no grid (" + gridText(gh, gw) + "), so there is nothing to mask");
     if (spec.rfind("rect:", 0) == 0) return rectMask(spec, gh, gw);
+    if (spec.rfind("tokens:", 0) == 0) return tokenMask(spec, gh, gw);
     if (endsWith(spec, ".npy")) return npyMask(spec, gh, gw);
     if (endsWith(spec, ".safetensors")) return safetensorsMask(spec, gh, gw);
     return imageMask(spec, gh, gw);

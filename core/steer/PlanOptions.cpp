@@ -5,6 +5,7 @@
 #include "models/ModelRegistry.h"
 
 #include <ATen/ops/ones.h>
+#include <ATen/ops/zeros.h>
 
 namespace kvsteer {
 
@@ -24,6 +25,9 @@ SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors
         p.strength = strength;
     } else if (vectors && vectors->mask.defined()) {
         p.strength = vectors->mask;   // the region the vectors were made for
+    } else if (span.isTokenStrip()) {
+        p.strength = at::zeros({span.gridHeight, span.gridWidth});   // the last cached token: published cache steering's place
+        p.strength.select(1, span.gridWidth - 1).fill_(1.0);
     } else {
         p.strength = at::ones({span.gridHeight, span.gridWidth});
     }

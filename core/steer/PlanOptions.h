@@ -22,12 +22,12 @@ struct PlanOptions {
     std::vector<double> ck, cv;     // one value or one per layer; empty = the file's suggestion, else 1
     std::optional<std::vector<int>> layers;   // unset = the file's suggestion (empty there = all layers)
     std::vector<int> heads;         // KV heads edited on every chosen layer; empty = the file's mask (all)
-    bool propagate = false;         // recompute the text after the image against the edited cache
+    bool propagate = false;         // recompute the text after the edit against the edited cache
     std::string ablateTo = "mean";  // what ablate writes: mean | zero
 };
 
 // The plan for `options` over the painted `strength` [grid_h, grid_w] (undefined: the file's mask,
-// else every cell at 1). `vectors` may be null only for an operator that needs none. Throws
+// else every image cell at 1, or on a text prompt's token strip the last cached token). `vectors` may be null only for an operator that needs none. Throws
 // kvsteer::Error for an unknown operator, a missing vector file or a map of the wrong grid.
 SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors, const SteeringFileInfo& file,
                       const at::Tensor& strength, const VisualSpan& span, int numLayers);

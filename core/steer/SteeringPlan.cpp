@@ -39,10 +39,11 @@ at::Tensor directionFor(const at::Tensor& entry, int64_t head, const at::Tensor&
 void validate(const Session& session, const SteeringPlan& plan) {
     const ModelConfig& c = session.model().config();
     const VisualSpan& span = session.snapshot().visualSpan;
-    if (!span.valid()) throw Error("steering: the prompt has no image, so there are no visual tokens to steer");
+    if (!span.valid()) throw Error("steering: the prompt holds no tokens to steer");
     const std::vector<int64_t> grid{span.gridHeight, span.gridWidth};
     if (!plan.strength.defined() || plan.strength.sizes().vec() != grid)
-        throw Error("steering plan: strength map must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) + "]");
+        throw Error("steering plan: strength map must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) +
+                    "] (" + (span.isTokenStrip() ? "the prompt's token strip" : "the image's patch grid") + ")");
     for (int l : plan.layers)
         if (l < 0 || l >= c.text.numLayers)
             throw Error("steering plan: layer " + std::to_string(l) + " is outside 0.." + std::to_string(c.text.numLayers - 1));
@@ -156,6 +157,7 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
     const at::Tensor strength = plan.strength.to(at::kCPU).to(at::kFloat).reshape({-1});
     const int64_t groups = t.numHeads / t.numKvHeads;
     bool edited = false;   // nothing touched -> nothing to propagate (keeps strength 0 bit-identical)
+    int64_t lastEdited = -1;   // the last span index edited, in any layer (where a token strip's propagate starts)
 
     for (int l = 0; l < t.numLayers; ++l) {
         if (!plan.touchesLayer(l)) continue;
@@ -168,6 +170,7 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
             if (index.numel() == 0) continue;
             const at::Tensor factor = factorAll.index_select(0, index);
             edited = true;
+            lastEdited = std::max(lastEdited, index.max().item<int64_t>());
 
             if (plan.op == SteeringOperator::Spotlight) {
                 if (!isKey) continue;   // spotlight is one bias per position: c_k
@@ -192,12 +195,15 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
         }
     }
 
-    if (edited && plan.mode == PlanMode::Propagate && span.end() < out.cache.size()) {
-        // Recompute the text after the image from the edited cache (spotlight bias included),
-        // with the family's prompt attention (prefix-LM: bidirectionally, the last token too).
+    // Propagate recomputes what follows the edit: the text after the image, or on a token strip
+    // every token after the last edited one (the edited tokens themselves keep their edit).
+    const int64_t recomputeFrom = span.isTokenStrip() ? span.start + lastEdited + 1 : span.end();
+    if (edited && plan.mode == PlanMode::Propagate && recomputeFrom < out.cache.size()) {
+        // From the edited cache (spotlight bias included), with the family's prompt attention
+        // (prefix-LM: bidirectionally, the last token too).
         ForwardPass pass;
         pass.attentionBias = out.attentionBias;
-        session.recomputePrompt(out.cache, span.end(), pass);
+        session.recomputePrompt(out.cache, recomputeFrom, pass);
     }
     out.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return out;

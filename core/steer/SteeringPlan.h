@@ -1,7 +1,8 @@
 #pragma once
 // SteeringPlan: what to change in the cache, where, and how strongly — and applying it.
 //
-// A plan edits only visual positions with nonzero strength s(p) (times the layer's
+// A plan edits only the span's positions (the image's visual tokens, or a text prompt's token
+// strip) with nonzero strength s(p) (times the layer's
 // coefficient), only in its layers and KV heads; every other element of the cache stays
 // bitwise as the pristine snapshot had it. Operators, for a cached vector x at position p:
 //   add            x += s c Δ
@@ -15,7 +16,8 @@
 // the edited cache, so the prompt itself sees the steered image (Session::recomputePrompt: for a
 // prefix-LM family every text position is recomputed bidirectionally against the edited image).
 // Either way the last prompt token is fed against the edited cache when decoding starts, so the
-// first answer token is steered in every family.
+// first answer token is steered in every family. On a token strip, propagate recomputes every
+// token after the last edited one.
 #include "cache/KVCache.h"
 #include "steer/SteeringVectors.h"
 
@@ -38,7 +40,7 @@ enum class PlanMode { EditOnly, Propagate };
 enum class AblateTarget { Mean, Zero };
 
 struct SteeringPlan {
-    at::Tensor strength;                 // [grid_h, grid_w] float32; the painted map
+    at::Tensor strength;                 // [grid_h, grid_w] float32; the painted map (1 x N on a token strip)
     std::vector<int> layers;             // empty = every layer
     std::map<int, std::vector<int>> headMask;   // layer -> KV heads; a layer not listed = all heads
     std::vector<double> ck{1.0};         // one value, or one per model layer

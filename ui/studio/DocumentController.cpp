@@ -276,7 +276,8 @@ void DocumentController::offerRecoveryIfAny() {
 
 bool DocumentController::confirmDiscard() {
     // Worth asking only when there is work a person made: strokes, or vectors.
-    if (!dirty_ || !options_.confirmClose || !image_->ready() || (undo_->isClean() && !steering_->vectors().valid())) return true;
+    const bool scene = image_->ready() || model_->info().textOnly();   // an image, or a text prompt's strip
+    if (!dirty_ || !options_.confirmClose || !scene || (undo_->isClean() && !steering_->vectors().valid())) return true;
     const auto answer = QMessageBox::question(window_, tr("Unsaved changes"), tr("Save the current session first?"),
                                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
     if (answer == QMessageBox::Cancel) return false;

@@ -13,6 +13,7 @@
 #include "studio/StartupSequence.h"
 #include "studio/SteeringController.h"
 #include "studio/StudioActions.h"
+#include "studio/TokenStripController.h"
 #include "studio/StudioSettings.h"
 #include "studio/StudioStatusBar.h"
 #include "widgets/AtlasPanel.h"
@@ -184,6 +185,7 @@ void MainWindow::createControllers() {
     atlas_ = new AtlasController(worker_, errors_, models_, images_, panes, atlasPanel_, this);
     steeringCtl_ = new SteeringController(worker_, errors_, status_, models_, images_, canvas_, prompt_, steering_, this);
     python_ = new PythonHandOff(models_, images_, steeringCtl_, status_, panes, this);
+    new TokenStripController(worker_, models_, prompt_, canvas_, imageHeader_, this);   // a text-only model's canvas
     document_ = new DocumentController(options_, errors_, status_, models_, images_, runs_, steeringCtl_, panes, undo_, this);
 }
 
@@ -380,12 +382,12 @@ void MainWindow::refreshAvailability() {
     QString why;
     if (models_->loading()) why = tr("The model is loading…");
     else if (!model.valid()) why = tr("Load a model first (File → Open Model Directory…)");
-    else if (!images_->ready()) why = tr("Open an image first (File → Open Image…)");
+    else if (!images_->ready() && !model.textOnly()) why = tr("Open an image first (File → Open Image…)");
     else if (prompt_->prompt().trimmed().isEmpty()) why = tr("Type a question first");
     prompt_->setCanRun(why.isEmpty(), why);
     atlas_->setAvailability(why.isEmpty(), why);
     prompt_->setRunning(runs_->running());
-    actions_->setAvailability(why.isEmpty(), runs_->running(), models_->loading(), model.valid(), images_->ready());
+    actions_->setAvailability(why.isEmpty(), runs_->running(), models_->loading(), model.valid(), images_->ready() || model.textOnly());
 }
 
 void MainWindow::refreshModelStatus() { status_->showModel(models_->info(), models_->loading(), models_->loadingDirectory()); }

@@ -39,7 +39,7 @@ RunController::RunController(Worker* worker, ErrorReporter* errors, StudioStatus
 
 void RunController::run() {
     liveTimer_->stop();
-    if (model_->loading() || !model_->info().valid() || !image_->ready()) {
+    if (model_->loading() || !model_->info().valid() || !sceneReady()) {
         if (!model_->loading())
             errors_->show(tr("Cannot run"), !model_->info().valid() ? tr("No model is loaded. Use File → Open Model Directory….")
                                                                     : tr("No image is open. Use File → Open Image…, drop an image on the canvas or paste one."));
@@ -66,6 +66,9 @@ void RunController::run() {
     Q_EMIT runRequested(req);
 }
 
+// An image is open, or the model is text-only (the prompt's tokens are the canvas).
+bool RunController::sceneReady() const { return image_->ready() || model_->info().textOnly(); }
+
 void RunController::stop() {
     liveTimer_->stop();
     worker_->cancelRunsBefore(nextRunId_);
@@ -76,7 +79,7 @@ void RunController::forgetRun() { haveRun_ = false; }
 void RunController::editChanged() {
     PromptPanel* prompt = panes_.prompt;
     if (panes_.streams->tokenCount(false) > 0 && !running_ && !(prompt->live() && haveRun_)) panes_.streams->setStale(true);
-    if (!prompt->live() || !haveRun_ || !model_->info().valid() || !image_->ready() || model_->loading()) return;
+    if (!prompt->live() || !haveRun_ || !model_->info().valid() || !sceneReady() || model_->loading()) return;
     liveTimer_->start();   // restarts: a burst of strokes becomes one run, 150 ms after the last
 }
 

@@ -68,6 +68,7 @@ private:
     StudioStatusBar* status_;
     const ModelController* model_;
     const ImageController* image_;
+    bool sceneReady() const;
     RunPanes panes_;
     QTimer* liveTimer_ = nullptr;
 

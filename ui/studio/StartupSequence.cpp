@@ -10,6 +10,7 @@
 #include "studio/StudioSettings.h"
 #include "studio/StudioStatusBar.h"
 #include "widgets/HeatmapPanel.h"
+#include "widgets/PatchCanvas.h"
 #include "widgets/PromptPanel.h"
 #include "widgets/SteeringPanel.h"
 #include "widgets/StreamView.h"
@@ -56,11 +57,15 @@ StartupSequence::StartupSequence(const StudioOptions& options, const StartupPart
     connect(p_.steering, &SteeringController::maskLoaded, this, maskSettled);
     connect(p_.steering, &SteeringController::maskLoadFailed, this, maskSettled);
     const auto vectorsSettled = [this] {
-        if (waiting_[Vectors]) settle(Vectors);
+        if (!waiting_[Vectors]) return;
+        applyPlanOptions();
+        settle(Vectors);
     };
     connect(p_.steering, &SteeringController::vectorsReady, this, vectorsSettled);
     connect(p_.steering, &SteeringController::vectorsFailed, this, vectorsSettled);
     connect(p_.runs, &RunController::finished, this, &StartupSequence::onRunFinished);
+    // A text-only model's canvas is the prompt's token strip, which arrives after the model.
+    connect(p_.panes.canvas, &PatchCanvas::gridSizeChanged, this, &StartupSequence::runIfReady);
 }
 
 void StartupSequence::start() {
@@ -136,6 +141,17 @@ void StartupSequence::applyViewOptions() {
         g.maxNewTokens = options_.maxTokens;
         prompt->setGeneration(g);
     }
+    applyPlanOptions();
+    if (options_.heatmapMetric >= 0) {
+        HeatmapSettings h = p_.panes.heatmaps->settings();
+        h.metric = Metric(std::clamp(options_.heatmapMetric, 0, kMetricCount - 1));
+        p_.panes.heatmaps->setSettings(h);
+    }
+}
+
+// The command line's operator, coefficients and layers: applied at start and again once the
+// vectors arrive, so they win over a vector file's suggestions.
+void StartupSequence::applyPlanOptions() {
     if (!options_.op.isEmpty() || !std::isnan(options_.ck) || !std::isnan(options_.cv) || !options_.layers.isEmpty() ||
         options_.propagate) {
         PlanSettings p = p_.panes.steering->planSettings();
@@ -149,11 +165,6 @@ void StartupSequence::applyViewOptions() {
             p.layerTo = parts.size() > 1 ? parts.value(1).toInt() : p.layerFrom;
         }
         p_.panes.steering->setPlanSettings(p);
-    }
-    if (options_.heatmapMetric >= 0) {
-        HeatmapSettings h = p_.panes.heatmaps->settings();
-        h.metric = Metric(std::clamp(options_.heatmapMetric, 0, kMetricCount - 1));
-        p_.panes.heatmaps->setSettings(h);
     }
 }
 
@@ -184,8 +195,9 @@ void StartupSequence::settle(Step step) {
 
 void StartupSequence::runIfReady() {
     if (!runWanted_ || std::any_of(std::begin(waiting_), std::end(waiting_), [](bool w) { return w; })) return;
+    if (p_.models->info().textOnly() && !p_.panes.canvas->isTokenStrip()) return;   // its strip is on its way
     runWanted_ = false;
-    if (!p_.models->info().valid() || !p_.images->ready()) return;
+    if (!p_.models->info().valid() || (!p_.images->ready() && !p_.models->info().textOnly())) return;
     p_.runs->run();
     runId_ = p_.runs->activeRunId();
 }

@@ -53,6 +53,7 @@ private:
     QString chooseModel() const;
     void showNoModel(const QString& demoDir);
     void applyViewOptions();            // prompt, max tokens, plan, heatmap metric
+    void applyPlanOptions();            // operator, c_k, c_v, layers, propagate
     void startVectors();
     void settle(Step step);
     void runIfReady();

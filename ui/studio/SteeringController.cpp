@@ -109,7 +109,8 @@ void SteeringController::clear() { Q_EMIT clearRequested(); }
 
 void SteeringController::exportMaskTo(const QString& path) { Q_EMIT maskExportRequested(path, canvas_->strength()); }
 
-void SteeringController::importMaskFrom(const QString& spec) { Q_EMIT maskLoadRequested(spec); }
+// The prompt goes along: a text-only model's mask is read onto that prompt's token strip.
+void SteeringController::importMaskFrom(const QString& spec) { Q_EMIT maskLoadRequested(spec, prompt_->prompt().trimmed()); }
 
 void SteeringController::onVectorsReady(const VectorsInfo& info, bool applySuggestions) {
     computing_ = false;

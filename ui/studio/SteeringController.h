@@ -55,7 +55,7 @@ Q_SIGNALS:
     void clearRequested();
     void exportRequested(const QString& path, const kvsteer::ui::PlanSettings& plan, const kvsteer::ui::StrengthGrid& mask);
     void maskExportRequested(const QString& path, const kvsteer::ui::StrengthGrid& mask);
-    void maskLoadRequested(const QString& spec);
+    void maskLoadRequested(const QString& spec, const QString& prompt);
 
     void vectorsReady(const kvsteer::ui::VectorsInfo& info);
     void vectorsCleared();

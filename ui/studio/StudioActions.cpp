@@ -129,8 +129,13 @@ void StudioActions::buildPaintBar(QToolBar* bar, PatchCanvas* canvas) {
     };
     describeGrid(canvas->gridRows(), canvas->gridCols());
     connect(canvas, &PatchCanvas::gridSizeChanged, this, describeGrid);
-    editActions_ = {fill, clear, invert};
-    needsImage_ << fill << clear << invert;
+    // A text prompt's strip: published cache steering edits the last token, one click here.
+    lastToken = add(icons::Id::Brush, tr("Last Token"), QKeySequence(tr("Ctrl+Shift+L")),
+                    tr("Steer only the last token the cache holds (cache steering's recipe)"), [canvas] { canvas->paintLastToken(); });
+    lastToken->setVisible(canvas->isTokenStrip());
+    connect(canvas, &PatchCanvas::gridSizeChanged, lastToken, [this, canvas] { lastToken->setVisible(canvas->isTokenStrip()); });
+    editActions_ = {fill, clear, invert, lastToken};
+    needsImage_ << fill << clear << invert << lastToken;
 }
 
 void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoStack* undo) {

@@ -51,6 +51,7 @@ public:
     QAction* live = nullptr;
     // Paint
     QAction* grid = nullptr;
+    QAction* lastToken = nullptr;   // shown while the canvas is a token strip
 
 Q_SIGNALS:
     void recentImageChosen(const QString& path);

@@ -44,7 +44,9 @@ struct ModelInfo {
     qint64 parameters = 0;
     qint64 vocab = 0;
     double loadMs = 0;
+    bool hasVision = true;           // false: a text-only model; the canvas is the prompt's token strip
     bool valid() const { return layers > 0; }
+    bool textOnly() const { return valid() && !hasVision; }
 };
 
 // ---- image -------------------------------------------------------------------------------

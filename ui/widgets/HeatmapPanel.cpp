@@ -162,7 +162,7 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
         QCPAxisRect* r = detail_->axisRect();
         const QMargins m = body_->margins();
         const int w0 = r->width() + m.left() + m.right(), h0 = r->height() + m.top() + m.bottom();   // unpadded
-        const double aspect = double(gridRows()) / std::max(1, gridCols());   // height over width
+        const double aspect = gridRows() * cellHeightOverWidth(gridRows(), gridCols()) / std::max(1, gridCols());   // height over width
         const int w = std::min(w0, int(h0 / aspect)), h = std::min(h0, int(w0 * aspect));
         const int padH = std::max(0, w0 - w), padV = std::max(0, h0 - h);
         const QMargins want(padH / 2, 0, padH - padH / 2, padV);
@@ -367,12 +367,15 @@ void HeatmapPanel::applyData() {
     const int n = data_.rows * data_.cols;
     for (int l = 0; l < data_.layers; ++l) {
         QCPColorMap* map = maps_[l];
-        map->data()->setSize(data_.cols, data_.rows);
-        map->data()->setRange(QCPRange(0, data_.cols - 1), QCPRange(0, data_.rows - 1));
+        // QCustomPlot sizes a cell from the range over (size - 1): a single row (a text prompt's
+        // token strip) is stored twice, a quarter cell above and below its centre.
+        const int stored = std::max(2, data_.rows);
+        map->data()->setSize(data_.cols, stored);
+        map->data()->setRange(QCPRange(0, data_.cols - 1), data_.rows == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, data_.rows - 1));
         float llo = std::numeric_limits<float>::max(), lhi = std::numeric_limits<float>::lowest();
-        for (int r = 0; r < data_.rows; ++r)
+        for (int r = 0; r < stored; ++r)
             for (int c = 0; c < data_.cols; ++c) {
-                const float v = data_.values[l * n + r * data_.cols + c];
+                const float v = data_.values[l * n + std::min(r, data_.rows - 1) * data_.cols + c];
                 map->data()->setCell(c, r, v);
                 llo = std::min(llo, v);
                 lhi = std::max(lhi, v);

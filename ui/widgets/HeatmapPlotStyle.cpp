@@ -42,11 +42,14 @@ void squareCells(QCPAxisRect* rect, int rows, int cols) {
     QCPAxis* y = rect->axis(QCPAxis::atLeft);   // reversed: row 0 at the top
     const double w = rect->width(), h = rect->height();
     if (w <= 0 || h <= 0) return;
-    const double cell = std::min(w / cols, h / rows);
-    const double spanX = w / cell, spanY = h / cell;   // in cells
+    const double tall = cellHeightOverWidth(rows, cols);
+    const double cell = std::min(w / cols, h / (rows * tall));   // a cell's width on screen
+    const double spanX = w / cell, spanY = h / (cell * tall);     // in cells
     x->setRange(QCPRange((cols - 1) / 2.0 - spanX / 2.0, (cols - 1) / 2.0 + spanX / 2.0));
     y->setRange(QCPRange(-0.5, -0.5 + spanY));
 }
+
+double cellHeightOverWidth(int rows, int cols) { return rows == 1 ? std::clamp(cols / 4.0, 1.0, 4.0) : 1.0; }
 
 int bestColumns(int layers, double w, double h, double titleH) {
     int best = 1;

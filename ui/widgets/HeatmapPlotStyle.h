@@ -12,6 +12,9 @@ void hideAxes(QCPAxisRect* rect);
 // Keeps grid cells square: the limiting side shows the whole grid; on the other side the map is
 // centred horizontally, or kept at the top (under its title) vertically.
 void squareCells(QCPAxisRect* rect, int rows, int cols);
+// A cell's height over its width as drawn: 1 (square), except for a text prompt's token strip
+// (one row), whose cells are drawn up to 4 times taller than wide so a long strip reads as a band.
+double cellHeightOverWidth(int rows, int cols);
 // Columns of small multiples that make each map largest in a w×h area (titleH above each map).
 int bestColumns(int layers, double w, double h, double titleH);
 

@@ -75,6 +75,36 @@ void PatchCanvas::clearImage() {
     update();
 }
 
+void PatchCanvas::setTokenStrip(const QStringList& pieces) {
+    if (pieces == strip_.tokens()) return;
+    if (editing_) endEdit();
+    const bool wasStrip = isTokenStrip();
+    const StrengthGrid carried = TokenStripLayout::carryStrength(strip_.tokens(), strength_, pieces);
+    const bool resized = carried.rows != strength_.rows || carried.cols != strength_.cols;
+    strip_.setTokens(pieces);
+    if (pieces.isEmpty()) {   // back to an image's grid, which the caller sets
+        updateHeightCap();
+        update();
+        Q_EMIT gridSizeChanged(strength_.rows, strength_.cols);
+        return;
+    }
+    if (resized && undo_) undo_->clear();   // its maps have the old number of tokens
+    highlightRow_ = highlightCol_ = -1;
+    strength_ = carried;
+    coverage_ = QVector<float>(strength_.size(), 0.0f);
+    updateHeightCap();
+    update();
+    if (resized || !wasStrip) Q_EMIT gridSizeChanged(strength_.rows, strength_.cols);
+    Q_EMIT strengthChanged(strength_);
+}
+
+void PatchCanvas::paintLastToken() {
+    if (!isTokenStrip()) return;
+    StrengthGrid g(strength_.rows, strength_.cols);
+    g.at(0, g.cols - 1) = float(brushStrength_);
+    setStrength(g, tr("Last token"));
+}
+
 void PatchCanvas::setGridSize(int rows, int cols) {
     if (rows <= 0 || cols <= 0 || (rows == strength_.rows && cols == strength_.cols)) return;
     const StrengthGrid old = strength_;
@@ -186,11 +216,13 @@ QRectF PatchCanvas::imageRect() const {
 }
 
 QPointF PatchCanvas::cellCenter(int row, int col) const {
+    if (isTokenStrip()) return strip_.chip(col).center();
     const QRectF r = imageRect();
     return {r.left() + (col + 0.5) * r.width() / strength_.cols, r.top() + (row + 0.5) * r.height() / strength_.rows};
 }
 
 QSizeF PatchCanvas::cellSize() const {
+    if (isTokenStrip()) return strip_.chip(0).size();
     const QRectF r = imageRect();
     return {r.width() / strength_.cols, r.height() / strength_.rows};
 }
@@ -204,6 +236,7 @@ int PatchCanvas::gridLineStep() const {
 }
 
 QPointF PatchCanvas::toCells(const QPointF& pos) const {
+    if (isTokenStrip()) return strip_.toCells(pos);
     const QRectF r = imageRect();
     return {(pos.x() - r.left()) * strength_.cols / r.width(), (pos.y() - r.top()) * strength_.rows / r.height()};
 }
@@ -211,7 +244,7 @@ QPointF PatchCanvas::toCells(const QPointF& pos) const {
 // ---- editing -----------------------------------------------------------------------------------
 
 void PatchCanvas::beginEdit(const QPointF& pos, bool erase, double pressure) {
-    if (!hasImage()) return;
+    if (!canPaint()) return;
     editing_ = true;
     erasing_ = erase || tool_ == Tool::Eraser;
     rectMode_ = tool_ == Tool::Rectangle;
@@ -316,7 +349,7 @@ void PatchCanvas::mouseMoveEvent(QMouseEvent* event) {
     if (editing_) continueEdit(event->position(), 1.0);
     const QPointF c = toCells(event->position());
     const int row = int(std::floor(c.y())), col = int(std::floor(c.x()));
-    if (hasImage() && strength_.contains(row, col)) Q_EMIT hoverCell(row, col, strength_.at(row, col));
+    if (canPaint() && strength_.contains(row, col)) Q_EMIT hoverCell(row, col, strength_.at(row, col));
     else Q_EMIT hoverCell(-1, -1, 0);
     update();
 }
@@ -408,8 +441,15 @@ void PatchCanvas::resizeEvent(QResizeEvent* event) {
     updateHeightCap();
 }
 
-// Never take more height than the image needs at the full width, so what lies below stays close.
+// Never take more height than the image (or the token strip) needs at the full width, so what
+// lies below stays close.
 void PatchCanvas::updateHeightCap() {
+    if (isTokenStrip()) {
+        strip_.layOut(QRectF(rect()).adjusted(kMargin, kMargin, -kMargin, -kMargin), font());
+        const int cap = int(std::ceil(strip_.bounds().bottom() + kMargin));
+        if (maximumHeight() != cap) setMaximumHeight(std::max(cap, minimumSizeHint().height()));
+        return;
+    }
     const QSizeF img = image_.isNull() ? QSizeF(strength_.cols, strength_.rows) : QSizeF(image_.size());
     const qreal aspect = img.width() > 0 ? img.height() / img.width() : 1.0;
     const int cap = int(std::ceil((width() - 2 * kMargin) * aspect + 2 * kMargin));
@@ -448,6 +488,10 @@ void PatchCanvas::paintGridLines(QPainter& p, const QRectF& r) {
 void PatchCanvas::paintEvent(QPaintEvent*) {
     QPainter p(this);
     p.fillRect(rect(), palette().color(QPalette::Window).darker(104));
+    if (isTokenStrip() && !hasImage()) {
+        strip_.paint(p, strength_, highlightRow_ == 0 ? highlightCol_ : -1, kPaint);
+        return;
+    }
     if (!hasImage()) {
         p.setRenderHint(QPainter::Antialiasing);
         paintEmptyState(p);

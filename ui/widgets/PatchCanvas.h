@@ -8,7 +8,11 @@
 // rectangle tools, fill / clear / invert; every edit is one QUndoCommand on the shared stack.
 // Right-dragging erases with any tool. Images can be dropped on the canvas. Brush sizes are in
 // cells. Grid lines are thinned when cells get small on screen (gridLineStep()).
+//
+// A prompt without an image is painted as its token strip instead (setTokenStrip): one chip per
+// token the cache holds, a 1 × N map, the same tools; "last token" is one click (paintLastToken).
 #include "types/StrengthGrid.h"
+#include "widgets/TokenStripLayout.h"
 
 #include <QImage>
 #include <QPointer>
@@ -32,6 +36,14 @@ public:
     bool hasImage() const { return !image_.isNull(); }
     const QImage& image() const { return image_; }
     QString imageName() const { return imageName_; }
+
+    // ---- token strip (a text prompt: no image) ----
+    // Shows the tokens as a 1 × N strip; the paint follows the tokens the old and new strips
+    // share (TokenStripLayout::carryStrength). An empty list leaves strip mode.
+    void setTokenStrip(const QStringList& pieces);
+    bool isTokenStrip() const { return !strip_.isEmpty(); }
+    const QStringList& tokenPieces() const { return strip_.tokens(); }
+    bool canPaint() const { return hasImage() || isTokenStrip(); }
 
     // ---- grid and map ----
     // A different size carries the painted map over (resampleStrength: area-weighted, see
@@ -74,6 +86,7 @@ public Q_SLOTS:
     void clearAll();
     void invert();
     void highlightCell(int row, int col);   // -1, -1 clears the highlight
+    void paintLastToken();                  // the strip's last token at the brush strength, the rest 0 (one undo step)
 
 Q_SIGNALS:
     void strengthChanged(const kvsteer::ui::StrengthGrid& grid);   // every change, live during strokes
@@ -118,6 +131,7 @@ private:
     QPointer<QUndoStack> undo_;
     QImage image_;
     QString imageName_;
+    TokenStripLayout strip_;
     StrengthGrid strength_;
 
     Tool tool_ = Tool::Brush;

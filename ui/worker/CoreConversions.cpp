@@ -82,6 +82,16 @@ QString readablePiece(const Tokenizer& tok, int64_t id) {
     return p;
 }
 
+QStringList stripPieces(const Tokenizer& tok, const std::vector<int64_t>& ids, int64_t n) {
+    QStringList pieces;
+    for (int64_t i = 0; i < n && i < int64_t(ids.size()); ++i) {
+        // The token's own text where it is whole UTF-8; a byte of a longer character as its piece.
+        const QString text = qs(tok.decode({ids[size_t(i)]}, false));
+        pieces << (text.isEmpty() || text.contains(QChar::ReplacementCharacter) ? readablePiece(tok, ids[size_t(i)]) : text);
+    }
+    return pieces;
+}
+
 std::vector<int> layerRange(const PlanSettings& p, int layers) {
     const int from = std::clamp(p.layerFrom, 0, layers - 1);
     const int to = p.layerTo < 0 ? layers - 1 : std::clamp(p.layerTo, 0, layers - 1);

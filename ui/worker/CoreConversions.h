@@ -35,6 +35,8 @@ QVector<float> toVector(const at::Tensor& t);
 QImage toQImage(const ImageU8& img);
 // A token piece as a person reads it: "▁blue" → " blue", "<0x0A>" → "↵".
 QString readablePiece(const kvsteer::Tokenizer& tok, int64_t id);
+// The first n of a prompt's tokens as a person reads them: the token strip's chips.
+QStringList stripPieces(const kvsteer::Tokenizer& tok, const std::vector<int64_t>& ids, int64_t n);
 std::vector<int> layerRange(const PlanSettings& p, int layers);   // the panel's range, clamped to the model
 StreamToken streamToken(const kvsteer::TokenEvent& ev, const kvsteer::Tokenizer& tok);   // with its top-5
 VectorsInfo describeVectors(const kvsteer::SteeringVectors& v, const kvsteer::SteeringFileInfo& info);

@@ -59,10 +59,9 @@ ImageLayout defaultLayout(const Model& model, PreprocessedImage* pre) {
 } // namespace
 
 QStringList Worker::supportedFamilies() {
-    // Text-only families cannot steer an image.
     QStringList names;
     for (const ModelFamily& f : modelFamilies())
-        if (f.vision) names << qs(f.name);
+        if (!names.contains(qs(f.name))) names << qs(f.name);
     return names;
 }
 
@@ -117,9 +116,6 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
             Q_EMIT idle();
             return;
         }
-        if (!model->hasVision())
-            throw kvsteer::Error(ss(directory) + " holds a text-only model; the studio needs a vision-language model (" +
-                                 ss(supportedFamilies().join(QStringLiteral(", "))) + ")");
         const bool hadVectors = d->vectors.has_value();
         d->model = model;
         d->session.reset();
@@ -145,12 +141,15 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         m.kvHeads = c.text.numKvHeads;
         m.headDim = c.text.headDim;
         m.hidden = c.text.hiddenSize;
-        PreprocessedImage blank;
-        const ImageLayout layout = defaultLayout(*model, &blank);
-        m.gridRows = layout.gridHeight;
-        m.gridCols = layout.gridWidth;
-        m.cropWidth = blank.cropped.width;
-        m.cropHeight = blank.cropped.height;
+        m.hasVision = model->hasVision();
+        if (m.hasVision) {   // a text-only model's strip follows each prompt (tokenizePrompt)
+            PreprocessedImage blank;
+            const ImageLayout layout = defaultLayout(*model, &blank);
+            m.gridRows = layout.gridHeight;
+            m.gridCols = layout.gridWidth;
+            m.cropWidth = blank.cropped.width;
+            m.cropHeight = blank.cropped.height;
+        }
         m.parameters = model->parameterCount();
         m.vocab = model->tokenizer().vocabSize();
         m.loadMs = model->loadMs();
@@ -160,8 +159,12 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         Q_EMIT idle();
         return;
     }
-    // The image, if any, is preprocessed again for this model's processor.
-    if (!d->image.empty()) {
+    // The image, if any, is preprocessed again for this model's processor; a text-only model
+    // sets it aside (its prompts have none).
+    if (!d->image.empty() && !d->model->hasVision()) {
+        d->image = ImageU8();
+        Q_EMIT imageFailed(d->imageId, d->imageName, tr("%1 is a text-only model: the image is set aside, and the canvas shows the prompt's tokens.").arg(d->info.name));
+    } else if (!d->image.empty()) {
         try {
             const PreprocessedImage pre = d->model->preprocessImage(d->image);
             Q_EMIT imageReady(describeImage(d->imageId, d->imageName, d->image, pre, d->model.get()));
@@ -181,6 +184,8 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
 
 void Worker::setImage(quint64 id, const QByteArray& bytes, const QString& name) {
     try {
+        if (d->model && !d->model->hasVision())
+            throw kvsteer::Error(ss(d->info.name) + " is a text-only model: it takes no image (steer the prompt's tokens instead)");
         ImageU8 img = decodeImage(reinterpret_cast<const uint8_t*>(bytes.constData()), size_t(bytes.size()), ss(name));
         // Before a model is loaded the image is shown as it is: how it is resized and cropped is the
         // family's choice, made again by the model's own processor when the model arrives.
@@ -195,6 +200,18 @@ void Worker::setImage(quint64 id, const QByteArray& bytes, const QString& name) 
         Q_EMIT imageReady(describeImage(id, name, d->image, pre, d->model.get()));
     } catch (...) {
         Q_EMIT imageFailed(id, name, describeFailure(tr("reading the image"), std::current_exception()));
+    }
+}
+
+// ---- the token strip ---------------------------------------------------------------------------
+
+void Worker::tokenizePrompt(quint64 id, const QString& prompt) {
+    if (!d->model) return;
+    try {
+        const Prompt p = buildPrompt(*d->model, ss(prompt), false, nullptr);
+        Q_EMIT promptTokens(id, prompt, stripPieces(d->model->tokenizer(), p.ids, p.span.length));
+    } catch (...) {
+        Q_EMIT promptTokensFailed(id, describeFailure(tr("reading the prompt"), std::current_exception()));
     }
 }
 
@@ -214,11 +231,11 @@ void Worker::run(const RunRequest& req) {
     d->steps = 0;
     d->lastRunId = req.id;
     if (!d->model) {
-        Q_EMIT runFailed(req.id, tr("No model is loaded. Use File → Open Model Directory… to load a vision-language model (%1).")
+        Q_EMIT runFailed(req.id, tr("No model is loaded. Use File → Open Model Directory… to load a model (%1).")
                                     .arg(supportedFamilies().join(QStringLiteral(", "))));
         return;
     }
-    if (d->image.empty()) {
+    if (d->image.empty() && d->model->hasVision()) {
         Q_EMIT runFailed(req.id, tr("No image is open. Open one with File → Open Image…, drop one on the canvas or paste it."));
         return;
     }
@@ -240,7 +257,7 @@ void Worker::run(const RunRequest& req) {
         if (!d->session || d->prefillImageId != d->imageId || d->prefillPrompt != req.prompt) {
             d->session.reset();
             d->steered.reset();
-            Prompt prompt = buildPrompt(model, ss(req.prompt), false, &d->image);
+            Prompt prompt = buildPrompt(model, ss(req.prompt), false, model.hasVision() ? &d->image : nullptr);
             Q_EMIT progress(tr("Prefilling %1 prompt tokens…").arg(prompt.ids.size()), 0, 0);
             const auto t0 = std::chrono::steady_clock::now();
             auto session = std::make_unique<Session>(d->model);
@@ -288,7 +305,8 @@ void Worker::run(const RunRequest& req) {
                               "Until then both streams are the unsteered model.");
         } else if (req.strength.isZero() && plan.op != SteeringOperator::Spotlight) {
             d->steered = applyPlan(session, plan);
-            started.note = tr("Nothing is painted: paint over the image to choose where to steer.");
+            started.note = span.isTokenStrip() ? tr("Nothing is painted: paint the prompt's tokens (or Paint → Last Token) to choose where to steer.")
+                                               : tr("Nothing is painted: paint over the image to choose where to steer.");
         } else {
             d->steered = applyPlan(session, plan);
         }

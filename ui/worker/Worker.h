@@ -45,13 +45,15 @@ public:
     int stepsCompleted() const;
     // Thread-safe. What heatmaps the running decode should stream (picked up at the next step).
     void setHeatmapSettings(const kvsteer::ui::HeatmapSettings& settings);
-    // The vision-language families a model directory may hold ("LLaVA-1.5", "PaliGemma"), from the
-    // core's registry, for the texts that tell a person what to open.
+    // The families a model directory may hold ("LLaVA-1.5", "PaliGemma", ...), from the core's
+    // registry, for the texts that tell a person what to open.
     static QStringList supportedFamilies();
 
 public Q_SLOTS:
     void loadModel(const QString& directory, const kvsteer::ui::LoadSettings& settings);
     void setImage(quint64 id, const QByteArray& bytes, const QString& name);
+    // A prompt without an image: its token strip (the tokens the cache will hold), for the canvas.
+    void tokenizePrompt(quint64 id, const QString& prompt);
     void run(const kvsteer::ui::RunRequest& request);
     void requestHeatmap();
     void computeVectors(const kvsteer::ui::RecipeRequest& request);
@@ -60,7 +62,9 @@ public Q_SLOTS:
     void clearVectors();
     void exportVectors(const QString& path, const kvsteer::ui::PlanSettings& plan, const kvsteer::ui::StrengthGrid& strength);
     void exportMask(const QString& path, const kvsteer::ui::StrengthGrid& strength);
-    void loadMask(const QString& spec);
+    // Reads a mask onto the grid the canvas shows: the open image's (a Qwen2-VL grid follows each
+    // image; before one, the model's), or for a text-only model the token strip of `prompt`.
+    void loadMask(const QString& spec, const QString& prompt);
     void runAtlas(const kvsteer::ui::AtlasRequest& request);   // WorkerAtlas.cpp
 
 Q_SIGNALS:
@@ -72,6 +76,8 @@ Q_SIGNALS:
     void modelLoadCancelled(const QString& directory);   // the model loaded before stays
     void imageReady(const kvsteer::ui::ImageInfo& image);
     void imageFailed(quint64 id, const QString& name, const QString& message);
+    void promptTokens(quint64 id, const QString& prompt, const QStringList& pieces);
+    void promptTokensFailed(quint64 id, const QString& message);
     void runStarted(const kvsteer::ui::RunStarted& info);
     void tokenPair(const kvsteer::ui::TokenPair& pair);
     void runFinished(const kvsteer::ui::RunFinished& info);

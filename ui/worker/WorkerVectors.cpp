@@ -207,11 +207,15 @@ void Worker::exportMask(const QString& path, const StrengthGrid& strength) {
     }
 }
 
-void Worker::loadMask(const QString& spec) {
+void Worker::loadMask(const QString& spec, const QString& prompt) {
     try {
-        // A mask is read onto the model's patch grid, which only a loaded model knows.
         if (!d->model) throw kvsteer::Error("load a model first: a mask is read onto the model's patch grid");
-        const at::Tensor m = kvsteer::loadMask(ss(spec), d->info.gridRows, d->info.gridCols);
+        PatchGrid grid{d->info.gridRows, d->info.gridCols};
+        if (!d->model->hasVision())
+            grid = buildPrompt(*d->model, ss(prompt), false, nullptr).span.grid();
+        else if (!d->image.empty())
+            grid = buildPrompt(*d->model, "", false, &d->image).span.grid();
+        const at::Tensor m = kvsteer::loadMask(ss(spec), grid.height, grid.width);
         Q_EMIT maskLoaded(gridFromTensor(m), spec);
     } catch (...) {
         Q_EMIT maskLoadFailed(spec, describeFailure(tr("reading the mask %1").arg(spec), std::current_exception()));

@@ -3,6 +3,7 @@
 #include "Error.h"
 #include "io/Checkpoint.h"
 #include "models/qwen2vl/Qwen2VlConfig.h"
+#include "models/qwen2vl/QwenChatTemplate.h"
 
 #include <ATen/ops/arange.h>
 #include <ATen/ops/zeros.h>
@@ -33,6 +34,7 @@ std::shared_ptr<Qwen2VlModel> Qwen2VlModel::load(const std::string& directory, c
     }
     Checkpoint ckpt = m->beginLoad(directory, parsed.model, options);
     m->visionStartTokenId_ = parsed.visionStartTokenId;
+    m->systemMessage_ = qwenDefaultSystemMessage(directory);
     if (m->config_.hasVision) m->vision_ = std::make_unique<Qwen2VisionTower>(parsed.vision, ckpt, m->format_);
     m->decoder_ = std::make_unique<TransformerDecoder>(m->config_.text, ckpt, m->format_);
     m->finishLoad();
@@ -41,7 +43,7 @@ std::shared_ptr<Qwen2VlModel> Qwen2VlModel::load(const std::string& directory, c
 
 std::string Qwen2VlModel::applyTemplate(const std::string& question, bool withImage) const {
     // The chat template's default system message, one user turn (image first), the generation prompt.
-    return "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n" +
+    return "<|im_start|>system\n" + systemMessage_ + "<|im_end|>\n<|im_start|>user\n" +
            std::string(withImage ? "<|vision_start|><|image_pad|><|vision_end|>" : "") + question +
            "<|im_end|>\n<|im_start|>assistant\n";
 }

@@ -44,6 +44,7 @@ private:
     Qwen2VlImageProcessorConfig imageConfig_;
     std::unique_ptr<Qwen2VisionTower> vision_;
     int64_t visionStartTokenId_ = -1;
+    std::string systemMessage_;   // the chat template's default (QwenChatTemplate.h)
 };
 
 } // namespace kvsteer

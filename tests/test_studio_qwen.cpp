@@ -1,0 +1,182 @@
+// The studio on the Qwen families, driven as a person would (offscreen, real models, no mocks):
+//   - tiny-qwen2vl: the gradient image (500×300) lays out on its own non-square 10×18 grid; the
+//     canvas and the heatmaps take it, and Run's unsteered answer is the reference's 20 greedy ids;
+//   - tiny-qwen2 (text only): the canvas is the prompt's token strip, one chip per token the cache
+//     holds (the core's own count), the image actions refuse with a reason; "Last Token" is one
+//     click; editing the question keeps the last token painted; text-pair vectors computed in the
+//     Steering panel change the answer; ‖ΔV‖ is drawn over the tokens and is non-zero exactly on
+//     the painted one; the brush paints the chip under the pointer.
+//
+// torch (through the core) before any Qt header.
+#include "TestSupport.h"
+#include "generate/Session.h"
+#include "io/Image.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
+
+#include "StudioTestSupport.h"
+#include "widgets/HeatmapPanel.h"
+#include "widgets/SteeringPanel.h"
+#include "widgets/StreamView.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QUndoStack>
+
+using namespace kvsteer;
+using namespace kvsteer::ui;
+using namespace kvsteer::test;
+
+namespace {
+
+QString qwen2VlDir() { return QString::fromStdString(referenceQwen2VlDir()); }
+QString qwen2Dir() { return QString::fromStdString(referenceDir() + "/tiny-qwen2"); }
+
+// The reference case `name` of expected-qwen2vl: its question and 20 greedy ids.
+QJsonObject referenceCase(const QString& name) {
+    QFile f(QString::fromStdString(referenceDir() + "/expected-qwen2vl/summary.json"));
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    for (const QJsonValue& c : QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("cases")).toArray())
+        if (c.toObject().value(QStringLiteral("name")).toString() == name) return c.toObject();
+    return {};
+}
+
+QVector<qint64> ids(const QVector<StreamToken>& tokens) {
+    QVector<qint64> out;
+    for (const StreamToken& t : tokens) out << t.id;
+    return out;
+}
+
+} // namespace
+
+class TestStudioQwen : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir tmp_;
+    std::unique_ptr<MainWindow> w_;
+
+    bool runAndWait(int maxTokens, RunFinished* finished = nullptr) { return test::runAndWait(w_.get(), maxTokens, finished); }
+    bool openModel(const QString& dir) {
+        QSignalSpy ready(w_.get(), &MainWindow::modelReady);
+        w_->openModel(dir);
+        return ready.wait(kLoadTimeoutMs);
+    }
+    // The strip for the prompt shown has arrived (the Worker tokenizes each edit).
+    bool stripOf(int tokens) {
+        return QTest::qWaitFor([&] { return w_->canvas()->isTokenStrip() && w_->canvas()->gridCols() == tokens; }, 10000);
+    }
+    int cachedTokens(const QString& question) {
+        const auto model = loadModel(qwen2Dir().toStdString());
+        return int(buildPrompt(*model, question.toStdString(), false, nullptr).ids.size()) - 1;
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QVERIFY(tmp_.isValid());
+        w_ = std::make_unique<MainWindow>(studioOptions(qwen2VlDir(), tmp_.filePath(QStringLiteral("recovery.kvsession"))));
+        w_->resize(1400, 900);
+        w_->show();
+        QVERIFY(QTest::qWaitForWindowExposed(w_.get()));
+        QSignalSpy ready(w_.get(), &MainWindow::modelReady);
+        QVERIFY(ready.wait(kLoadTimeoutMs));
+        QCOMPARE(w_->modelInfo().family, QStringLiteral("Qwen2-VL"));
+        w_->promptPanel()->setLive(false);
+        GenerationSettings g = w_->promptPanel()->generation();
+        g.stopAtEos = false;
+        w_->promptPanel()->setGeneration(g);
+    }
+
+    void nonSquareGridAndReferenceAnswer() {
+        const QJsonObject c = referenceCase(QStringLiteral("gradient"));
+        QVERIFY2(!c.isEmpty(), "expected-qwen2vl/summary.json has no gradient case");
+        QSignalSpy shown(w_.get(), &MainWindow::imageShown);
+        w_->openImageFile(referenceImage(c.value(QStringLiteral("image")).toString()));
+        QVERIFY(shown.wait(kLoadTimeoutMs));
+        QCOMPARE(w_->canvas()->gridRows(), 10);
+        QCOMPARE(w_->canvas()->gridCols(), 18);
+        QVERIFY(!w_->canvas()->isTokenStrip());
+        w_->promptPanel()->setPrompt(c.value(QStringLiteral("user_text")).toString());
+        QVERIFY(runAndWait(20));
+        QVector<qint64> expected;
+        for (const QJsonValue& id : c.value(QStringLiteral("greedy_ids")).toArray()) expected << id.toInteger();
+        QCOMPARE(ids(w_->streamView()->tokens(false)), expected);
+        QVERIFY(QTest::qWaitFor([&] { return w_->heatmapPanel()->data().valid(); }, 10000));
+        QCOMPARE(w_->heatmapPanel()->data().rows, 10);
+        QCOMPARE(w_->heatmapPanel()->data().cols, 18);
+        QCOMPARE(w_->errorCount(), 0);
+    }
+
+    void textModelPaintsTheTokenStrip() {
+        QVERIFY(openModel(qwen2Dir()));
+        QVERIFY(w_->modelInfo().textOnly());
+        const QString question = QStringLiteral("Tell me about the weather");
+        w_->promptPanel()->setPrompt(question);
+        const int n = cachedTokens(question);
+        QVERIFY(stripOf(n));
+        QCOMPARE(w_->canvas()->gridRows(), 1);
+        QVERIFY(!w_->canvas()->hasImage());   // the image of the VL model was set aside
+        closeMessageBoxes();
+        const int errorsBefore = w_->errorCount();
+
+        // One click: the last token, and nothing else.
+        QAction* last = nullptr;
+        for (QAction* a : w_->findChildren<QAction*>())
+            if (a->text() == QStringLiteral("Last Token")) last = a;
+        QVERIFY(last && last->isVisible() && last->isEnabled());
+        last->trigger();
+        QCOMPARE(w_->canvas()->strength().paintedCells(), 1);
+        QCOMPARE(w_->canvas()->strength().at(0, n - 1), 1.0f);
+
+        // Editing the question keeps the paint on the tokens the prompts share: still the last.
+        w_->promptPanel()->setPrompt(question + QStringLiteral(" in Paris today"));
+        const int longer = cachedTokens(question + QStringLiteral(" in Paris today"));
+        QVERIFY(longer > n);
+        QVERIFY(stripOf(longer));
+        QCOMPARE(w_->canvas()->strength().paintedCells(), 1);
+        QCOMPARE(w_->canvas()->strength().at(0, longer - 1), 1.0f);
+
+        // The brush paints the chip under the pointer.
+        w_->canvas()->setBrushSize(1);
+        stroke(w_->canvas(), {{2, 0}});
+        QCOMPARE(w_->canvas()->strength().at(0, 2), 1.0f);
+        QCOMPARE(w_->canvas()->strength().paintedCells(), 2);
+        w_->undoStack()->undo();
+        QCOMPARE(w_->canvas()->strength().paintedCells(), 1);
+        QCOMPARE(w_->errorCount(), errorsBefore);
+    }
+
+    void textPairVectorsSteerTheLastToken() {
+        SteeringPanel* panel = w_->steeringPanel();
+        panel->setSource(VectorSource::TextPairs);
+        panel->setTextPairs({{QStringLiteral("What a great day"), QStringLiteral("What an awful day")},
+                             {QStringLiteral("The answer is yes"), QStringLiteral("The answer is no")}});
+        QVERIFY2(computeVectors(w_.get()), qPrintable(w_->lastErrorText()));
+        PlanSettings p = panel->planSettings();
+        p.op = QStringLiteral("add");
+        p.ck = 8.0;
+        p.cv = 8.0;
+        panel->setPlanSettings(p);
+        HeatmapSettings hs = w_->heatmapPanel()->settings();
+        hs.metric = Metric::ValueDelta;
+        w_->heatmapPanel()->setSettings(hs);
+
+        QVERIFY(runAndWait(10));
+        QCOMPARE(w_->lastRunStarted().appliedStrength, w_->canvas()->strength());
+        QVERIFY2(ids(w_->streamView()->tokens(true)) != ids(w_->streamView()->tokens(false)), "the steered answer equals the unsteered one");
+        const int n = w_->canvas()->gridCols();
+        QVERIFY(QTest::qWaitFor([&] { return w_->heatmapPanel()->data().metric == Metric::ValueDelta; }, 10000));
+        const HeatmapData& h = w_->heatmapPanel()->data();
+        QCOMPARE(h.rows, 1);
+        QCOMPARE(h.cols, n);
+        for (int l = 0; l < h.layers; ++l)
+            for (int i = 0; i < n; ++i) QCOMPARE(h.at(l, 0, i) > 0, i == n - 1);
+    }
+};
+
+QTEST_MAIN(TestStudioQwen)
+#include "test_studio_qwen.moc"
