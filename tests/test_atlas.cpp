@@ -165,6 +165,39 @@ private slots:
         QVERIFY(find(r, "all", 32)->degeneration.stutter);
     }
 
+    // A text-only prompt (tiny-qwen2): the atlas sweeps the token strip the same way, batched =
+    // separate, with scale (no vectors needed) on a few tokens and the last one.
+    void textOnlyStripBatchedEqualsSeparate() {
+        auto model = loadModel(test::referenceDir() + "/tiny-qwen2");
+        QVERIFY(!model->hasVision());
+        Session session(model);
+        session.prefill(buildPrompt(*model, "What is the capital of France?", false, nullptr), 32);
+        const VisualSpan& span = session.snapshot().visualSpan;
+        QVERIFY(span.isTokenStrip());
+        PlanOptions o;
+        o.op = "scale";
+        o.ck = {0.0};
+        const int layers = model->config().text.numLayers;
+        const SteeringPlan base =
+            makePlan(o, nullptr, SteeringFileInfo(), loadMask("tokens:2-4,last", span.gridHeight, span.gridWidth), span, layers);
+        const auto settings = atlasGrid(base, defaultAtlasLayers(layers), {-0.9, 0.5, 4, 16});
+        AtlasOptions ao;
+        ao.maxNewTokens = 6;
+        ao.batchRows = 5;
+        const AtlasResult r = runAtlas(session, base, settings, ao);
+        QCOMPARE(r.cells.size(), settings.size());
+        GenerationOptions g;
+        g.maxNewTokens = ao.maxNewTokens;
+        QCOMPARE(r.unsteered.ids, session.generate(g).ids);
+        int changed = 0;
+        for (size_t i = 0; i < settings.size(); ++i) {
+            const SteeredCache alone = applyPlan(session, planForSetting(base, settings[i]));
+            QCOMPARE(r.cells[i].generation.ids, session.decode(alone.cache, session.lastPromptToken(), g).ids);
+            changed += r.cells[i].outcome != AtlasOutcome::Same;
+        }
+        QVERIFY(changed > 0);
+    }
+
     void cancelStopsBetweenCells() {
         const auto settings = atlasGrid(base_, {parseAtlasLayers("all", 4), parseAtlasLayers("middle", 4)}, {8, 16, 32, 64});
         AtlasOptions o;

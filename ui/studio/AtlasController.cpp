@@ -35,8 +35,9 @@ PlanSettings AtlasController::withoutAxes(PlanSettings p) const {
 }
 
 void AtlasController::run() {
-    if (model_->loading() || !model_->info().valid() || !image_->ready() || panes_.prompt->prompt().trimmed().isEmpty()) {
-        errors_->show(tr("Atlas"), tr("The atlas needs a model, an image and a question."));
+    const bool needsImage = !model_->info().textOnly();   // a text-only model steers its prompt's token strip
+    if (model_->loading() || !model_->info().valid() || (needsImage && !image_->ready()) || panes_.prompt->prompt().trimmed().isEmpty()) {
+        errors_->show(tr("Atlas"), needsImage ? tr("The atlas needs a model, an image and a question.") : tr("The atlas needs a question."));
         return;
     }
     QString error;

@@ -53,7 +53,8 @@ bool Worker::ensurePrefilled(const QString& prompt, int reserveTokens, const std
     d->steered.reset();
     auto session = std::make_unique<Session>(d->model);
     Q_EMIT progress(tr("Prefilling…"), 0, 0);
-    if (!session->prefill(buildPrompt(*d->model, ss(prompt), false, &d->image), reserveTokens, stop)) return false;
+    const Prompt p = buildPrompt(*d->model, ss(prompt), false, d->model->hasVision() ? &d->image : nullptr);
+    if (!session->prefill(p, reserveTokens, stop)) return false;
     d->session = std::move(session);
     d->prefillImageId = d->imageId;
     d->prefillPrompt = prompt;
@@ -72,7 +73,8 @@ void Worker::runAtlas(const AtlasRequest& req) {
         Q_EMIT atlasFinished(done);
         return;
     }
-    if (!d->model || d->image.empty()) {
+    // A vision model needs an image; a text-only model steers its prompt's token strip.
+    if (!d->model || (d->image.empty() && d->model->hasVision())) {
         Q_EMIT atlasFailed(req.id, tr("The atlas needs a model and an image: open both, paint where to steer, and run it again."));
         return;
     }
