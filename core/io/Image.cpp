@@ -55,10 +55,19 @@ const char* const kExpectedFormats = "expected PNG, JPEG, BMP or GIF";
 std::string imagePrefix(const std::string& name) { return "image " + name + ": "; }
 
 
+// Where a JPEG's data after its SOI marker starts, or 0 if it has none. stb_image skips any run of
+// 0xFF fill bytes before a marker, SOI included (FF FF FF D8 is a JPEG to it), so the pre-checks
+// below must see such a file as a JPEG too.
+size_t jpegAfterSoi(const uint8_t* d, size_t n) {
+    size_t i = 0;
+    while (i < n && d[i] == 0xFF) ++i;
+    return i >= 1 && i < n && d[i] == 0xD8 ? i + 1 : 0;
+}
+
 // A guess at the container, for clearer error messages.
 std::string sniffFormat(const uint8_t* d, size_t n) {
     if (n >= 8 && std::memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return "PNG";
-    if (n >= 2 && d[0] == 0xFF && d[1] == 0xD8) return "JPEG";
+    if (jpegAfterSoi(d, n) != 0) return "JPEG";
     if (n >= 2 && d[0] == 'B' && d[1] == 'M') return "BMP";
     if (n >= 6 && (std::memcmp(d, "GIF87a", 6) == 0 || std::memcmp(d, "GIF89a", 6) == 0)) return "GIF";
     if (n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0) return "WebP";
@@ -70,7 +79,7 @@ std::string sniffFormat(const uint8_t* d, size_t n) {
 // then writes past its tables. Walk the marker segments first and refuse such files. Returns an
 // empty string when the file is fine as far as this check goes, otherwise the reason.
 std::string jpegHuffmanProblem(const uint8_t* d, size_t n) {
-    size_t i = 2;  // after SOI
+    size_t i = jpegAfterSoi(d, n);
     while (i + 1 < n) {
         if (d[i] != 0xFF) {  // entropy-coded data: skip to the next marker
             ++i;
