@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh [--seconds N | --runs N] [--smoke] [--make-seeds] [TARGET...]
 #
 #   --seconds N   fuzz each target for N seconds
-#   --runs N      fuzz each target for N executions (default 10000)
+#   --runs N      fuzz each target for N executions (default 10000); with --seconds, whichever
+#                 comes first
 #   --smoke       what CI runs: every target over its corpus plus 2000 new runs
 #   --make-seeds  rewrite fuzz/corpus/ from the project's own writers, then stop
 #   TARGET...     only these (names without fuzz_, e.g. image mask); default all
@@ -19,13 +20,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-mode=(-runs=10000)
+mode=()
 make_seeds=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --seconds) mode=(-max_total_time="$2"); shift 2 ;;
-    --runs) mode=(-runs="$2"); shift 2 ;;
+    --seconds) mode+=(-max_total_time="$2"); shift 2 ;;
+    --runs) mode+=(-runs="$2"); shift 2 ;;
     --smoke) mode=(-runs=2000); shift ;;
     --make-seeds) make_seeds=1; shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -37,6 +38,7 @@ done
 all=(safetensors shard_index model_config sentencepiece_model tokenizer_json sentencepiece_text detokenizer
      image mask steering_vectors text_pairs session)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+[ ${#mode[@]} -gt 0 ] || mode=(-runs=10000)
 
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$root")}"
 if [ ! -f build-fuzz/CMakeCache.txt ]; then
@@ -67,7 +69,7 @@ export ASAN_OPTIONS="abort_on_error=1:detect_stack_use_after_return=0:${ASAN_OPT
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/scripts/sanitizers/ubsan.supp:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp:${LSAN_OPTIONS:-}"
 
-summary=build-fuzz/fuzz-summary.md
+summary=${KVSTEER_FUZZ_SUMMARY:-build-fuzz/fuzz-summary.md}
 {
   echo "| target | executions | seconds | cov (edges) | ft (features) | corpus | peak RSS MB | result |"
   echo "|---|---|---|---|---|---|---|---|"
