@@ -6,8 +6,11 @@
 
 #include "Error.h"
 #include "io/Image.h"
+#include "models/ModelRegistry.h"
 
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 
 #include <QtTest>
@@ -26,6 +29,13 @@ std::string errorOf(const std::function<void()>& load) {
     return "(no error)";
 }
 
+std::string readFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 } // namespace
@@ -40,6 +50,29 @@ private slots:
         const std::string path = fuzzData("image-jpeg-fill-bytes-before-soi.jpg");
         const std::string e = errorOf([&] { kvsteer::loadImage(path); });
         QVERIFY2(contains(e, path) && contains(e, "corrupt JPEG") && contains(e, "Huffman table"), e.c_str());
+    }
+
+    // A number too large for an int in an integer field (here an integer literal past 64 bits,
+    // which nlohmann reads as the double 1e48) was cast to int: undefined behaviour (UBSan:
+    // 1e+48 is outside the range of 'int'), in practice a garbage section size.
+    void configNumberOutOfRange() {
+        const std::string text = readFile(fuzzData("config-mrope-section-1e48.json"));
+        QVERIFY(!text.empty());
+        const std::string e = errorOf([&] { kvsteer::parseModelConfig(text, "config-mrope-section-1e48.json"); });
+        QVERIFY2(contains(e, "config-mrope-section-1e48.json") && contains(e, "'mrope_section'") && contains(e, "whole number"),
+                 e.c_str());
+        // The same rule for every integer field, and a fractional value is no integer either.
+        const std::string llama = R"({"model_type": "llama", "hidden_size": 3000000000})";
+        QVERIFY(contains(errorOf([&] { kvsteer::parseModelConfig(llama, "c.json"); }), "'hidden_size' must be a whole number"));
+        const std::string half = R"({"model_type": "llama", "num_hidden_layers": 2.5})";
+        QVERIFY(contains(errorOf([&] { kvsteer::parseModelConfig(half, "c.json"); }), "'num_hidden_layers' must be a whole number"));
+    }
+
+    // eos_token_id as a list of non-integers threw nlohmann's type_error, not kvsteer::Error.
+    void configEosListOfStrings() {
+        const std::string text = R"({"model_type": "llama", "eos_token_id": ["</s>"]})";
+        const std::string e = errorOf([&] { kvsteer::parseModelConfig(text, "c.json"); });
+        QVERIFY2(contains(e, "c.json") && contains(e, "'eos_token_id'"), e.c_str());
     }
 };
 
