@@ -65,7 +65,9 @@ fi
 
 # Reports from inside third-party code are suppressed one by one in scripts/sanitizers/*.supp
 # (shared with scripts/test-sanitized.sh), each with why.
-export ASAN_OPTIONS="abort_on_error=1:detect_stack_use_after_return=0:${ASAN_OPTIONS:-}"
+# allocator_release_to_os_interval_ms: freed memory goes back to the OS, so -rss_limit_mb measures
+# what an input holds, not what ASan's allocator kept from earlier large images.
+export ASAN_OPTIONS="abort_on_error=1:allocator_release_to_os_interval_ms=500:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/scripts/sanitizers/ubsan.supp:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp:${LSAN_OPTIONS:-}"
 
