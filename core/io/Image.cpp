@@ -148,6 +148,19 @@ std::string bmpTruncation(const uint8_t* d, size_t n) {
     return "";
 }
 
+// A GIF's canvas is held to a quarter of the pixel cap: stb_image allocates the whole canvas about
+// three times over (RGBA frame, RGBA background, per-pixel history: 9 bytes a pixel) before it
+// reads a single frame, so a GIF of a few bytes claiming the full cap took 2.3 GB and 10 s.
+constexpr long long kMaxGifPixels = kMaxImagePixels / 4;
+
+// The GIF canvas cap above; returns the reason, or "".
+std::string sizeProblem(const std::string& fmt, int w, int h) {
+    if (fmt == "GIF" && static_cast<long long>(w) * h > kMaxGifPixels)
+        return "its canvas is too large (" + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
+               std::to_string(kMaxGifPixels) + " for a GIF)";
+    return "";
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -184,6 +197,9 @@ ImageU8 decodeImage(const uint8_t* data, size_t size, const std::string& nameFor
     if (static_cast<long long>(w) * h > kMaxImagePixels)
         throw Error(pre + "image is too large (" + std::to_string(w) + "x" + std::to_string(h) +
                     " pixels); expected at most " + std::to_string(kMaxImagePixels) + " pixels");
+
+    if (const std::string why = sizeProblem(fmt, w, h); !why.empty())
+        throw Error(pre + "cannot decode: " + why + "; " + kExpectedFormats);
 
     ImageU8 img;
     int x = 0, y = 0, n = 0;
