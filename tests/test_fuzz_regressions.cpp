@@ -60,6 +60,15 @@ private slots:
         QVERIFY2(contains(e, path) && contains(e, "canvas is too large") && contains(e, "13000x13000"), e.c_str());
     }
 
+    // A 146-byte BMP claiming 3997712x12 pixels with compression 0xFF000003: stb reads that as a
+    // negative int and decodes plain pixels (zeros past the end), the truncation pre-check took it
+    // for a compression stb refuses and let it through: 10 s in fuzz_image (timeout).
+    void bmpNegativeCompressionTruncated() {
+        const std::string path = fuzzData("image-bmp-negative-compression-truncated.bmp");
+        const std::string e = errorOf([&] { kvsteer::loadImage(path); });
+        QVERIFY2(contains(e, path) && contains(e, "damaged BMP") && contains(e, "truncated"), e.c_str());
+    }
+
     // A number too large for an int in an integer field (here an integer literal past 64 bits,
     // which nlohmann reads as the double 1e48) was cast to int: undefined behaviour (UBSan:
     // 1e+48 is outside the range of 'int'), in practice a garbage section size.

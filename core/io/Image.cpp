@@ -136,8 +136,10 @@ std::string bmpTruncation(const uint8_t* d, size_t n) {
         w = static_cast<int32_t>(le32(18));
         h = static_cast<int32_t>(le32(22));
         bpp = le16(28);
-        const uint32_t compression = le32(30);
-        if (compression != 0 && compression != 3 && compression != 6) return "";  // stb rejects RLE etc.
+        // stb reads the compression as a signed int and refuses only 1, 2 (RLE) and 4 and up: 0, 3
+        // and every value with the top bit set decode as plain pixels, so those must be complete.
+        const int32_t compression = static_cast<int32_t>(le32(30));
+        if (compression == 1 || compression == 2 || compression >= 4) return "";  // stb refuses it
     }
     if (w <= 0 || h == 0 || bpp == 0 || bpp > 32) return "";  // stb reports it
     if (h < 0) h = -h;
