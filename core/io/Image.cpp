@@ -141,9 +141,12 @@ std::string bmpTruncation(const uint8_t* d, size_t n) {
         const int32_t compression = static_cast<int32_t>(le32(30));
         if (compression == 1 || compression == 2 || compression >= 4) return "";  // stb refuses it
     }
-    if (w <= 0 || h == 0 || bpp == 0 || bpp > 32) return "";  // stb reports it
+    if (w <= 0 || h == 0 || bpp == 0) return "";  // stb reports it
     if (h < 0) h = -h;
-    const long long stride = ((w * bpp + 31) / 32) * 4;
+    // The bytes stb reads a row: 16 and 24 bits and the palette depths padded to 4 bytes; every
+    // other depth from 17 bits up (40 included: stb refuses none of them) as one unpadded 32-bit
+    // word a pixel.
+    const long long stride = bpp <= 16 || bpp == 24 ? ((w * bpp + 31) / 32) * 4 : 4 * w;
     const long long need = static_cast<long long>(offset) + stride * h;
     if (static_cast<long long>(n) < need)
         return "the file is truncated (" + std::to_string(n) + " bytes; the header needs " + std::to_string(need) + ")";
