@@ -77,6 +77,14 @@ private slots:
         QVERIFY2(contains(e, path) && contains(e, "damaged BMP") && contains(e, "truncated"), e.c_str());
     }
 
+    // A 42-byte BMP whose row size times height passes 2^63 (width 2086310464, 9233 bits a pixel,
+    // height -1509875470): the truncation pre-check's offset + stride * height overflowed (UBSan).
+    void bmpSizeOverflow() {
+        const std::string path = fuzzData("image-bmp-size-overflow.bmp");
+        const std::string e = errorOf([&] { kvsteer::loadImage(path); });
+        QVERIFY2(contains(e, path) && contains(e, "damaged BMP") && contains(e, "truncated"), e.c_str());
+    }
+
     // A number too large for an int in an integer field (here an integer literal past 64 bits,
     // which nlohmann reads as the double 1e48) was cast to int: undefined behaviour (UBSan:
     // 1e+48 is outside the range of 'int'), in practice a garbage section size.

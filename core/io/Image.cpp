@@ -147,9 +147,12 @@ std::string bmpTruncation(const uint8_t* d, size_t n) {
     // other depth from 17 bits up (40 included: stb refuses none of them) as one unpadded 32-bit
     // word a pixel.
     const long long stride = bpp <= 16 || bpp == 24 ? ((w * bpp + 31) / 32) * 4 : 4 * w;
-    const long long need = static_cast<long long>(offset) + stride * h;
-    if (static_cast<long long>(n) < need)
-        return "the file is truncated (" + std::to_string(n) + " bytes; the header needs " + std::to_string(need) + ")";
+    // stride * h can pass 2^63 (both come from the header): count the rows the file holds instead.
+    const long long size = static_cast<long long>(n), start = static_cast<long long>(offset);
+    const long long rows = size > start ? (size - start) / stride : 0;
+    if (rows < h)
+        return "the file is truncated (" + std::to_string(n) + " bytes; the header needs " + std::to_string(h) +
+               " rows of " + std::to_string(stride) + " bytes after offset " + std::to_string(offset) + ")";
     return "";
 }
 
