@@ -270,7 +270,8 @@ void SafeTensorsStreamWriter::write(const at::Tensor& tensor) {
     if (safetensorsDtypeName(t.scalar_type()) != i.dtype || t.sizes().vec() != i.shape)
         throw Error("SafeTensorsStreamWriter: tensor '" + i.name + "' does not match its declared dtype/shape");
     const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
-    if (std::fwrite(t.data_ptr(), 1, bytes, impl_->file) != bytes)
+    // An empty tensor's data_ptr() is null, and fwrite's buffer must not be (UBSan), even for 0 bytes.
+    if (bytes > 0 && std::fwrite(t.data_ptr(), 1, bytes, impl_->file) != bytes)
         throw Error("write failed: " + impl_->tmpPath + " (" + systemError() + ")");
 }
 
