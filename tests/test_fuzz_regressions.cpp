@@ -85,6 +85,14 @@ private slots:
         QVERIFY2(contains(e, path) && contains(e, "damaged BMP") && contains(e, "truncated"), e.c_str());
     }
 
+    // A 210-byte PNG whose second IDAT chunk declares 1937670554 bytes: stb_image grew its buffer
+    // to that size (2 GB) before finding the data missing (fuzz_mask: out of memory, malloc 2 GB).
+    void pngHugeIdatChunk() {
+        const std::string path = fuzzData("image-png-huge-idat.png");
+        const std::string e = errorOf([&] { kvsteer::loadImage(path); });
+        QVERIFY2(contains(e, path) && contains(e, "damaged PNG") && contains(e, "1937670554"), e.c_str());
+    }
+
     // A number too large for an int in an integer field (here an integer literal past 64 bits,
     // which nlohmann reads as the double 1e48) was cast to int: undefined behaviour (UBSan:
     // 1e+48 is outside the range of 'int'), in practice a garbage section size.

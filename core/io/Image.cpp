@@ -156,6 +156,23 @@ std::string bmpTruncation(const uint8_t* d, size_t n) {
     return "";
 }
 
+// stb_image grows its compressed-data buffer to an IDAT chunk's declared length before reading the
+// chunk, so a few bytes declaring a 2 GB chunk cost 2 GB; Pillow refuses truncated files. Every
+// chunk up to IEND must lie inside the file. Returns the reason, or "".
+std::string pngTruncation(const uint8_t* d, size_t n) {
+    size_t i = 8;  // after the signature
+    while (i + 8 <= n) {
+        const uint64_t len = uint64_t(d[i]) << 24 | uint64_t(d[i + 1]) << 16 | uint64_t(d[i + 2]) << 8 | d[i + 3];
+        if (i + 12 + len > n)   // length, type, data, CRC
+            return "the file is truncated (" + std::to_string(n) + " bytes; the chunk '" +
+                   std::string(reinterpret_cast<const char*>(d + i + 4), 4) + "' at byte " + std::to_string(i) +
+                   " declares " + std::to_string(len) + " bytes of data)";
+        if (std::memcmp(d + i + 4, "IEND", 4) == 0) return "";
+        i += 12 + len;
+    }
+    return "";  // stb reports a missing IEND or a cut chunk header
+}
+
 // A GIF's canvas is held to a quarter of the pixel cap: stb_image allocates the whole canvas about
 // three times over (RGBA frame, RGBA background, per-pixel history: 9 bytes a pixel) before it
 // reads a single frame, so a GIF of a few bytes claiming the full cap took 2.3 GB and 10 s.
@@ -187,6 +204,10 @@ ImageU8 decodeImage(const uint8_t* data, size_t size, const std::string& nameFor
     if (fmt == "JPEG") {
         const std::string why = jpegHuffmanProblem(data, size);
         if (!why.empty()) throw Error(pre + "cannot decode: corrupt JPEG (" + why + "); " + kExpectedFormats);
+    }
+    if (fmt == "PNG") {
+        const std::string why = pngTruncation(data, size);
+        if (!why.empty()) throw Error(pre + "cannot decode: damaged PNG (" + why + "); " + kExpectedFormats);
     }
     if (fmt == "BMP") {
         const std::string why = bmpTruncation(data, size);
