@@ -192,7 +192,8 @@ at::Tensor SafeTensorsFile::tensor(const std::string& name) const {
     if (reinterpret_cast<uintptr_t>(data) % dt->size != 0) {
         // Misaligned for the element type: copy instead of handing out a misaligned view.
         at::Tensor copy = at::empty(i.shape, options);
-        std::memcpy(copy.data_ptr(), data, i.end - i.begin);
+        // An empty tensor's data_ptr() is null, and memcpy's must not be (UBSan), even for 0 bytes.
+        if (i.end > i.begin) std::memcpy(copy.data_ptr(), data, i.end - i.begin);
         return copy;
     }
     auto keepAlive = mapping_;
