@@ -40,6 +40,7 @@ all=(safetensors shard_index model_config sentencepiece_model tokenizer_json sen
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 [ ${#mode[@]} -gt 0 ] || mode=(-runs=10000)
 
+scripts/install-deps.sh   # clang, libFuzzer and the sanitizer runtimes (idempotent)
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$root")}"
 if [ ! -f build-fuzz/CMakeCache.txt ]; then
   CC=clang CXX=clang++ cmake -S fuzz -B build-fuzz
@@ -95,8 +96,8 @@ for t in "${targets[@]}"; do
     -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="build-fuzz/artifacts/$t/" > "$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-  rss=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo "?")
+  rss=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo "?")
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   cov=$(echo "$last" | grep -o 'cov: [0-9]*' | grep -o '[0-9]*' || echo "?")
   ft=$(echo "$last" | grep -o 'ft: [0-9]*' | grep -o '[0-9]*' || echo "?")
