@@ -178,8 +178,17 @@ std::string pngTruncation(const uint8_t* d, size_t n) {
 // reads a single frame, so a GIF of a few bytes claiming the full cap took 2.3 GB and 10 s.
 constexpr long long kMaxGifPixels = kMaxImagePixels / 4;
 
-// The GIF canvas cap above; returns the reason, or "".
-std::string sizeProblem(const std::string& fmt, int w, int h) {
+// The GIF canvas cap above, and for a JPEG: stb decodes entropy-coded data that ends early as
+// zeros, so a few hundred bytes declaring a 64272x244 frame cost seconds. Every 8x8 block of a
+// frame costs at least one bit (Huffman codes are 1 to 16 bits long), so a smaller file is
+// truncated. Returns the reason, or "".
+std::string sizeProblem(const std::string& fmt, size_t n, int w, int h) {
+    if (fmt == "JPEG") {
+        const long long blocks = ((w + 7LL) / 8) * ((h + 7LL) / 8);
+        if (static_cast<long long>(n) < blocks / 8)
+            return "the file is truncated (" + std::to_string(n) + " bytes cannot hold the " + std::to_string(blocks) +
+                   " blocks of a " + std::to_string(w) + "x" + std::to_string(h) + " JPEG)";
+    }
     if (fmt == "GIF" && static_cast<long long>(w) * h > kMaxGifPixels)
         return "its canvas is too large (" + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
                std::to_string(kMaxGifPixels) + " for a GIF)";
@@ -227,7 +236,7 @@ ImageU8 decodeImage(const uint8_t* data, size_t size, const std::string& nameFor
         throw Error(pre + "image is too large (" + std::to_string(w) + "x" + std::to_string(h) +
                     " pixels); expected at most " + std::to_string(kMaxImagePixels) + " pixels");
 
-    if (const std::string why = sizeProblem(fmt, w, h); !why.empty())
+    if (const std::string why = sizeProblem(fmt, size, w, h); !why.empty())
         throw Error(pre + "cannot decode: " + why + "; " + kExpectedFormats);
 
     ImageU8 img;
