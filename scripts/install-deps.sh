@@ -10,6 +10,7 @@ packages=(
   libsentencepiece-dev sentencepiece            # spm_train/spm_encode: the demo tokenizer and the tokenizer tests
   libpcre2-dev libicu-dev                       # byte-level BPE (Qwen2): the pre-tokenizer regex (PCRE2), NFC (ICU unorm2)
   xvfb xauth imagemagick                        # the studio screenshot script
+  clang libclang-rt-14-dev libomp-dev           # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes, clang's OpenMP
 )
 
 missing=()

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The one command that runs all tests: installs what is missing, builds, runs CTest.
-# Tests read the reference data from ../shared/reference (beside the checkout).
+# Tests read the reference data from ../shared/reference (beside the checkout). Then the fuzz
+# smoke: every libFuzzer target (fuzz/, built with clang into build-fuzz/) over its committed
+# corpus plus 2000 new runs, so a parser regression fails CI too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh "$@"
 cd build
 QT_QPA_PLATFORM=offscreen ctest --output-on-failure --timeout 1500
+cd ..
+scripts/fuzz.sh --smoke

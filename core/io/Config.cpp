@@ -100,7 +100,7 @@ TextConfig parseText(const json& j, const std::string& where, TextConfig t) {
     readKey(j, "bos_token_id", t.bosTokenId, where);
     if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
         if (it->is_number_integer()) t.eosTokenIds = {it->get<int64_t>()};
-        else if (it->is_array()) t.eosTokenIds = it->get<std::vector<int64_t>>();
+        else if (it->is_array()) readKey(j, "eos_token_id", t.eosTokenIds, where);
         else throw Error(where + ": field 'eos_token_id' must be an integer or a list of integers");
     }
     if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())

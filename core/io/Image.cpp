@@ -55,10 +55,19 @@ const char* const kExpectedFormats = "expected PNG, JPEG, BMP or GIF";
 std::string imagePrefix(const std::string& name) { return "image " + name + ": "; }
 
 
+// Where a JPEG's data after its SOI marker starts, or 0 if it has none. stb_image skips any run of
+// 0xFF fill bytes before a marker, SOI included (FF FF FF D8 is a JPEG to it), so the pre-checks
+// below must see such a file as a JPEG too.
+size_t jpegAfterSoi(const uint8_t* d, size_t n) {
+    size_t i = 0;
+    while (i < n && d[i] == 0xFF) ++i;
+    return i >= 1 && i < n && d[i] == 0xD8 ? i + 1 : 0;
+}
+
 // A guess at the container, for clearer error messages.
 std::string sniffFormat(const uint8_t* d, size_t n) {
     if (n >= 8 && std::memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return "PNG";
-    if (n >= 2 && d[0] == 0xFF && d[1] == 0xD8) return "JPEG";
+    if (jpegAfterSoi(d, n) != 0) return "JPEG";
     if (n >= 2 && d[0] == 'B' && d[1] == 'M') return "BMP";
     if (n >= 6 && (std::memcmp(d, "GIF87a", 6) == 0 || std::memcmp(d, "GIF89a", 6) == 0)) return "GIF";
     if (n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0) return "WebP";
@@ -70,7 +79,7 @@ std::string sniffFormat(const uint8_t* d, size_t n) {
 // then writes past its tables. Walk the marker segments first and refuse such files. Returns an
 // empty string when the file is fine as far as this check goes, otherwise the reason.
 std::string jpegHuffmanProblem(const uint8_t* d, size_t n) {
-    size_t i = 2;  // after SOI
+    size_t i = jpegAfterSoi(d, n);
     while (i + 1 < n) {
         if (d[i] != 0xFF) {  // entropy-coded data: skip to the next marker
             ++i;
@@ -127,15 +136,62 @@ std::string bmpTruncation(const uint8_t* d, size_t n) {
         w = static_cast<int32_t>(le32(18));
         h = static_cast<int32_t>(le32(22));
         bpp = le16(28);
-        const uint32_t compression = le32(30);
-        if (compression != 0 && compression != 3 && compression != 6) return "";  // stb rejects RLE etc.
+        // stb reads the compression as a signed int and refuses only 1, 2 (RLE) and 4 and up: 0, 3
+        // and every value with the top bit set decode as plain pixels, so those must be complete.
+        const int32_t compression = static_cast<int32_t>(le32(30));
+        if (compression == 1 || compression == 2 || compression >= 4) return "";  // stb refuses it
     }
-    if (w <= 0 || h == 0 || bpp == 0 || bpp > 32) return "";  // stb reports it
+    if (w <= 0 || h == 0 || bpp == 0) return "";  // stb reports it
     if (h < 0) h = -h;
-    const long long stride = ((w * bpp + 31) / 32) * 4;
-    const long long need = static_cast<long long>(offset) + stride * h;
-    if (static_cast<long long>(n) < need)
-        return "the file is truncated (" + std::to_string(n) + " bytes; the header needs " + std::to_string(need) + ")";
+    // The bytes stb reads a row: 16 and 24 bits and the palette depths padded to 4 bytes; every
+    // other depth from 17 bits up (40 included: stb refuses none of them) as one unpadded 32-bit
+    // word a pixel.
+    const long long stride = bpp <= 16 || bpp == 24 ? ((w * bpp + 31) / 32) * 4 : 4 * w;
+    // stride * h can pass 2^63 (both come from the header): count the rows the file holds instead.
+    const long long size = static_cast<long long>(n), start = static_cast<long long>(offset);
+    const long long rows = size > start ? (size - start) / stride : 0;
+    if (rows < h)
+        return "the file is truncated (" + std::to_string(n) + " bytes; the header needs " + std::to_string(h) +
+               " rows of " + std::to_string(stride) + " bytes after offset " + std::to_string(offset) + ")";
+    return "";
+}
+
+// stb_image grows its compressed-data buffer to an IDAT chunk's declared length before reading the
+// chunk, so a few bytes declaring a 2 GB chunk cost 2 GB; Pillow refuses truncated files. Every
+// chunk up to IEND must lie inside the file. Returns the reason, or "".
+std::string pngTruncation(const uint8_t* d, size_t n) {
+    size_t i = 8;  // after the signature
+    while (i + 8 <= n) {
+        const uint64_t len = uint64_t(d[i]) << 24 | uint64_t(d[i + 1]) << 16 | uint64_t(d[i + 2]) << 8 | d[i + 3];
+        if (i + 12 + len > n)   // length, type, data, CRC
+            return "the file is truncated (" + std::to_string(n) + " bytes; the chunk '" +
+                   std::string(reinterpret_cast<const char*>(d + i + 4), 4) + "' at byte " + std::to_string(i) +
+                   " declares " + std::to_string(len) + " bytes of data)";
+        if (std::memcmp(d + i + 4, "IEND", 4) == 0) return "";
+        i += 12 + len;
+    }
+    return "";  // stb reports a missing IEND or a cut chunk header
+}
+
+// A GIF's canvas is held to a quarter of the pixel cap: stb_image allocates the whole canvas about
+// three times over (RGBA frame, RGBA background, per-pixel history: 9 bytes a pixel) before it
+// reads a single frame, so a GIF of a few bytes claiming the full cap took 2.3 GB and 10 s.
+constexpr long long kMaxGifPixels = kMaxImagePixels / 4;
+
+// The GIF canvas cap above, and for a JPEG: stb decodes entropy-coded data that ends early as
+// zeros, so a few hundred bytes declaring a 64272x244 frame cost seconds. Every 8x8 block of a
+// frame costs at least one bit (Huffman codes are 1 to 16 bits long), so a smaller file is
+// truncated. Returns the reason, or "".
+std::string sizeProblem(const std::string& fmt, size_t n, int w, int h) {
+    if (fmt == "JPEG") {
+        const long long blocks = ((w + 7LL) / 8) * ((h + 7LL) / 8);
+        if (static_cast<long long>(n) < blocks / 8)
+            return "the file is truncated (" + std::to_string(n) + " bytes cannot hold the " + std::to_string(blocks) +
+                   " blocks of a " + std::to_string(w) + "x" + std::to_string(h) + " JPEG)";
+    }
+    if (fmt == "GIF" && static_cast<long long>(w) * h > kMaxGifPixels)
+        return "its canvas is too large (" + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
+               std::to_string(kMaxGifPixels) + " for a GIF)";
     return "";
 }
 
@@ -158,6 +214,10 @@ ImageU8 decodeImage(const uint8_t* data, size_t size, const std::string& nameFor
         const std::string why = jpegHuffmanProblem(data, size);
         if (!why.empty()) throw Error(pre + "cannot decode: corrupt JPEG (" + why + "); " + kExpectedFormats);
     }
+    if (fmt == "PNG") {
+        const std::string why = pngTruncation(data, size);
+        if (!why.empty()) throw Error(pre + "cannot decode: damaged PNG (" + why + "); " + kExpectedFormats);
+    }
     if (fmt == "BMP") {
         const std::string why = bmpTruncation(data, size);
         if (!why.empty()) throw Error(pre + "cannot decode: damaged BMP (" + why + "); " + kExpectedFormats);
@@ -175,6 +235,9 @@ ImageU8 decodeImage(const uint8_t* data, size_t size, const std::string& nameFor
     if (static_cast<long long>(w) * h > kMaxImagePixels)
         throw Error(pre + "image is too large (" + std::to_string(w) + "x" + std::to_string(h) +
                     " pixels); expected at most " + std::to_string(kMaxImagePixels) + " pixels");
+
+    if (const std::string why = sizeProblem(fmt, size, w, h); !why.empty())
+        throw Error(pre + "cannot decode: " + why + "; " + kExpectedFormats);
 
     ImageU8 img;
     int x = 0, y = 0, n = 0;

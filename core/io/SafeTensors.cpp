@@ -192,7 +192,8 @@ at::Tensor SafeTensorsFile::tensor(const std::string& name) const {
     if (reinterpret_cast<uintptr_t>(data) % dt->size != 0) {
         // Misaligned for the element type: copy instead of handing out a misaligned view.
         at::Tensor copy = at::empty(i.shape, options);
-        std::memcpy(copy.data_ptr(), data, i.end - i.begin);
+        // An empty tensor's data_ptr() is null, and memcpy's must not be (UBSan), even for 0 bytes.
+        if (i.end > i.begin) std::memcpy(copy.data_ptr(), data, i.end - i.begin);
         return copy;
     }
     auto keepAlive = mapping_;
@@ -270,7 +271,8 @@ void SafeTensorsStreamWriter::write(const at::Tensor& tensor) {
     if (safetensorsDtypeName(t.scalar_type()) != i.dtype || t.sizes().vec() != i.shape)
         throw Error("SafeTensorsStreamWriter: tensor '" + i.name + "' does not match its declared dtype/shape");
     const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
-    if (std::fwrite(t.data_ptr(), 1, bytes, impl_->file) != bytes)
+    // An empty tensor's data_ptr() is null, and fwrite's buffer must not be (UBSan), even for 0 bytes.
+    if (bytes > 0 && std::fwrite(t.data_ptr(), 1, bytes, impl_->file) != bytes)
         throw Error("write failed: " + impl_->tmpPath + " (" + systemError() + ")");
 }
 

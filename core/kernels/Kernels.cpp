@@ -21,6 +21,9 @@
 #include <vector>
 
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 namespace kvsteer::kernels {
 
@@ -31,13 +34,21 @@ using detail::KernelTable;
 
 namespace {
 
+#if defined(__x86_64__)
+// F16C from CPUID leaf 1 (ECX bit 29): clang before 15 rejects "f16c" in __builtin_cpu_supports,
+// and the fuzz build (scripts/fuzz.sh) compiles this file with clang 14.
+bool cpuHasF16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 Isa detectIsa() {
 #if defined(__x86_64__)
     __builtin_cpu_init();
     // Only what the code uses. The AVX-512 file is also compiled with AVX2/FMA/F16C available to
     // the compiler, so its level requires those too (every AVX-512 CPU has them).
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuHasF16c();
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512vl");
     if (avx512) return Isa::Avx512;
