@@ -3,9 +3,11 @@
 // 3 tokenizer_config.json and 4 added_tokens.json beside the demo tokenizer.model
 // (SentencePiece), 5 tokenizer_config.json and 6 added_tokens.json beside vocab.json + merges.txt
 // (byte-level BPE). Everything goes through Tokenizer::loadFromDirectory; a tokenizer that loads
-// encodes and decodes once.
+// encodes and decodes once. The Qwen chat template's default system message is read from the same
+// directory (tokenizer_config.json's "chat_template").
 #include "FuzzSupport.h"
 #include "Tokenizers.h"
+#include "models/qwen2vl/QwenChatTemplate.h"
 #include "text/Tokenizer.h"
 
 #include <filesystem>
@@ -54,5 +56,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)tok.imageTokenId();
         (void)tok.isSpecial(tok.vocabSize() - 1);
     });
+    fuzz::expectError([&] { (void)qwenDefaultSystemMessage(fuzz::scratchDir() + "/" + mode.dir); });
     return 0;
 }
