@@ -52,6 +52,15 @@ private slots:
         QVERIFY2(contains(e, path) && contains(e, "corrupt JPEG") && contains(e, "Huffman table"), e.c_str());
     }
 
+    // A scan that decodes with Huffman tables no DHT defined: stb used its uninitialised tables
+    // (UBSan: index -16776699 out of bounds in stbi__jpeg_huff_decode; a shift exponent of 38 with
+    // other heap contents).
+    void jpegScanWithUndefinedHuffmanTable() {
+        const std::string path = fuzzData("image-jpeg-undefined-huffman-table.jpg");
+        const std::string e = errorOf([&] { kvsteer::loadImage(path); });
+        QVERIFY2(contains(e, path) && contains(e, "corrupt JPEG") && contains(e, "no DHT segment defined"), e.c_str());
+    }
+
     // A 44-byte GIF whose canvas is 13000x13000 (under the pixel cap): stb_image allocates the
     // canvas three times over before reading a frame, 2.3 GB and 10 s under the fuzz harness.
     void gifHugeCanvas() {

@@ -76,9 +76,14 @@ std::string sniffFormat(const uint8_t* d, size_t n) {
 }
 
 // stb_image 2.27 does not check that a JPEG Huffman table (DHT) declares at most 256 symbols and
-// then writes past its tables. Walk the marker segments first and refuse such files. Returns an
-// empty string when the file is fine as far as this check goes, otherwise the reason.
+// then writes past its tables; nor that a scan (SOS) uses only tables a DHT defined before it, and
+// then decodes with uninitialised tables (UBSan: an index far out of bounds in
+// stbi__jpeg_huff_decode). Walk the marker segments first and refuse such files. Returns an empty
+// string when the file is fine as far as this check goes, otherwise the reason.
 std::string jpegHuffmanProblem(const uint8_t* d, size_t n) {
+    auto byteAt = [&](size_t k) -> size_t { return k < n ? d[k] : 0; };   // past the end reads 0, as in stb
+    bool defined[2][4] = {};   // [DC 0 / AC 1][table id]
+    bool progressive = false;
     size_t i = jpegAfterSoi(d, n);
     while (i + 1 < n) {
         if (d[i] != 0xFF) {  // entropy-coded data: skip to the next marker
@@ -97,10 +102,9 @@ std::string jpegHuffmanProblem(const uint8_t* d, size_t n) {
         if (i + 3 >= n) return "";  // truncated; stb reports it
         const size_t len = (size_t(d[i + 2]) << 8) | d[i + 3];
         if (len < 2) return "";  // stb reports it
+        if (m == 0xC2) progressive = true;
         if (m == 0xC4) {
-            // Mirror stb: read tables while the remaining length is positive (bytes past the end
-            // of the file read as 0, as stb's reader does).
-            auto byteAt = [&](size_t k) -> size_t { return k < n ? d[k] : 0; };
+            // Mirror stb: read tables while the remaining length is positive.
             long long remaining = static_cast<long long>(len) - 2;
             size_t p = i + 4;
             while (remaining > 0 && p < n) {
@@ -108,8 +112,25 @@ std::string jpegHuffmanProblem(const uint8_t* d, size_t n) {
                 for (size_t k = 0; k < 16; ++k) count += byteAt(p + 1 + k);
                 if (count > 256)
                     return "a Huffman table declares " + std::to_string(count) + " symbols (at most 256)";
+                const size_t tc = byteAt(p) >> 4, th = byteAt(p) & 15;
+                if (tc <= 1 && th <= 3) defined[tc][th] = true;   // stb refuses other ids itself
                 remaining -= 17 + static_cast<long long>(count);
                 p += 17 + count;
+            }
+        }
+        if (m == 0xDA) {
+            // The tables each component of the scan decodes with: a baseline scan uses its DC and
+            // AC tables, a progressive one the DC table in a first DC scan and the AC table in an
+            // AC scan (stb's own order of reading: Ns, then (id, Td<<4 | Ta) per component, then
+            // Ss, Se, Ah<<4 | Al).
+            const size_t ns = byteAt(i + 4);
+            const size_t ss = byteAt(i + 5 + 2 * ns), ah = byteAt(i + 7 + 2 * ns) >> 4;
+            for (size_t c = 0; c < ns && c < 4; ++c) {
+                const size_t q = byteAt(i + 6 + 2 * c), dc = q >> 4, ac = q & 15;
+                if (dc > 3 || ac > 3) continue;   // stb refuses these itself
+                const bool needDc = !progressive || (ss == 0 && ah == 0), needAc = !progressive || ss > 0;
+                if ((needDc && !defined[0][dc]) || (needAc && !defined[1][ac]))
+                    return "a scan uses a Huffman table no DHT segment defined before it";
             }
         }
         i += 2 + len;
