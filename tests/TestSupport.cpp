@@ -1,6 +1,7 @@
 #include "TestSupport.h"
 
 #include "Error.h"
+#include "cache/KVCache.h"
 #include "io/Checkpoint.h"
 #include "models/llava/RandomCheckpoint.h"
 #include "io/SafeTensors.h"
@@ -50,6 +51,16 @@ std::string ReferenceCases::tensorsPath(const std::string& caseName) const { ret
 
 double relativeDiff(const at::Tensor& a, const at::Tensor& ref) {
     return maxAbsDiff(a, ref) / std::max(ref.abs().max().item<double>(), 1e-30);
+}
+
+double cacheRelativeDiff(const KVCache& cache, const SafeTensorsFile& expected) {
+    double worst = 0;
+    for (int l = 0; l < cache.numLayers(); ++l)
+        for (bool keys : {true, false}) {
+            const at::Tensor want = expected.tensor((keys ? "past_key." : "past_value.") + std::to_string(l)).narrow(2, 0, cache.size());
+            worst = std::max(worst, relativeDiff(keys ? cache.keys(l) : cache.values(l), want));
+        }
+    return worst;
 }
 
 void copyModelMetadata(const std::string& dir, const std::string& source) {

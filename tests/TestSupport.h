@@ -8,6 +8,11 @@
 #include <string>
 #include <vector>
 
+namespace kvsteer {
+class KVCache;
+class SafeTensorsFile;
+} // namespace kvsteer
+
 namespace kvsteer::test {
 
 std::string referenceDir();                // ../shared/reference
@@ -31,6 +36,9 @@ struct ReferenceCases {
 double maxAbsDiff(const at::Tensor& a, const at::Tensor& b);   // shapes must match (throws otherwise)
 // max|a - ref| / max|ref|: the references' tolerance for float tensors (≤ 1e-4).
 double relativeDiff(const at::Tensor& a, const at::Tensor& ref);
+// The worst relativeDiff of the cache's keys and values against a reference file's past_key.<l> /
+// past_value.<l> ([1, H_kv, L, D]; only the first cache.size() positions are compared).
+double cacheRelativeDiff(const KVCache& cache, const SafeTensorsFile& expected);
 
 // Copies a checkpoint's small files (config, tokenizer, preprocessor) into `dir`.
 void copyModelMetadata(const std::string& dir, const std::string& source = referenceModelDir());
