@@ -157,7 +157,6 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
     const at::Tensor strength = plan.strength.to(at::kCPU).to(at::kFloat).reshape({-1});
     const int64_t groups = t.numHeads / t.numKvHeads;
     bool edited = false;   // nothing touched -> nothing to propagate (keeps strength 0 bit-identical)
-    int64_t lastEdited = -1;   // the last span index edited, in any layer (where a token strip's propagate starts)
 
     for (int l = 0; l < t.numLayers; ++l) {
         if (!plan.touchesLayer(l)) continue;
@@ -170,7 +169,6 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
             if (index.numel() == 0) continue;
             const at::Tensor factor = factorAll.index_select(0, index);
             edited = true;
-            lastEdited = std::max(lastEdited, index.max().item<int64_t>());
 
             if (plan.op == SteeringOperator::Spotlight) {
                 if (!isKey) continue;   // spotlight is one bias per position: c_k
@@ -197,7 +195,9 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
 
     // Propagate recomputes what follows the edit: the text after the image, or on a token strip
     // every token after the last edited one (the edited tokens themselves keep their edit).
-    const int64_t recomputeFrom = span.isTokenStrip() ? span.start + lastEdited + 1 : span.end();
+    const at::Tensor painted = at::nonzero(strength).reshape({-1});
+    const int64_t recomputeFrom =
+        span.isTokenStrip() && painted.numel() > 0 ? span.start + painted.max().item<int64_t>() + 1 : span.end();
     if (edited && plan.mode == PlanMode::Propagate && recomputeFrom < out.cache.size()) {
         // From the edited cache (spotlight bias included), with the family's prompt attention
         // (prefix-LM: bidirectionally, the last token too).

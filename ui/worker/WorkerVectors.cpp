@@ -213,8 +213,10 @@ void Worker::loadMask(const QString& spec, const QString& prompt) {
         PatchGrid grid{d->info.gridRows, d->info.gridCols};
         if (!d->model->hasVision())
             grid = buildPrompt(*d->model, ss(prompt), false, nullptr).span.grid();
-        else if (!d->image.empty())
-            grid = buildPrompt(*d->model, "", false, &d->image).span.grid();
+        else if (!d->image.empty()) {   // the open image's own grid (Qwen2-VL's follows each image)
+            const ImageLayout layout = d->model->imageLayout(d->model->preprocessImage(d->image));
+            grid = {layout.gridHeight, layout.gridWidth};
+        }
         const at::Tensor m = kvsteer::loadMask(ss(spec), grid.height, grid.width);
         Q_EMIT maskLoaded(gridFromTensor(m), spec);
     } catch (...) {
