@@ -130,6 +130,14 @@ std::pair<at::Tensor, at::Tensor> attendBlock(const at::Tensor& q, const at::Ten
     return {probs, at::matmul(probs.view(flat), v)};
 }
 
+// Below this many elements a batch row touches (its cache plus its scores, over all KV heads),
+// the whole batch is one batched matmul: each (row, head) block costs microseconds of ATen calls
+// and little arithmetic, so a decode step of a small model (the demo, an atlas batch of 7 rows)
+// is faster as one call than spread over the pool. The choice depends on the row's own size, never
+// on the batch size, so a row gives the same bits alone or batched (the atlas and the pair rely
+// on it).
+constexpr int64_t kBatchedAttentionMaxElements = 1 << 18;
+
 } // namespace
 
 at::Tensor TransformerDecoder::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
@@ -147,8 +155,9 @@ at::Tensor TransformerDecoder::attention(const at::Tensor& q, const at::Tensor& 
                  .to(q.scalar_type());
 
     at::Tensor out, lastProbs;   // [B, H_kv, G*T, hd]; [B, H_kv, G, S]
-    if (!q.device().is_cpu()) {
-        // A GPU runs the whole batch of heads as one kernel each.
+    const bool smallRows = hkv * s * (hd + g * t) <= kBatchedAttentionMaxElements;
+    if (!q.device().is_cpu() || smallRows) {
+        // A GPU runs the whole batch of heads as one kernel each; so does the CPU for small rows.
         auto [probs, o] = attendBlock(qg, k, v, mask, bb, scale, g, t);
         out = o;
         if (captured) lastProbs = probs.select(3, t - 1);
