@@ -7,11 +7,14 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/nonzero.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 namespace kvsteer {
 
@@ -28,12 +31,6 @@ double coefficient(const std::vector<double>& c, int layer) {
     if (c.size() == 1) return c[0];
     if (layer < 0 || layer >= static_cast<int>(c.size())) throw Error("steering plan: no coefficient for layer " + std::to_string(layer));
     return c[layer];
-}
-
-// The direction for one head at the edited positions: [D] broadcast, or [n, D] per position.
-at::Tensor directionFor(const at::Tensor& entry, int64_t head, const at::Tensor& index) {
-    at::Tensor d = entry.select(0, head);
-    return d.dim() == 2 ? d.index_select(0, index) : d;
 }
 
 void validate(const Session& session, const SteeringPlan& plan) {
@@ -76,35 +73,60 @@ void validate(const Session& session, const SteeringPlan& plan) {
                 }
 }
 
-// Edits one head's visual span x [N, D] at `index` (positions with nonzero factor).
-void editHead(const at::Tensor& span, const at::Tensor& index, const at::Tensor& factor, SteeringOperator op, const at::Tensor& dir,
-              const at::Tensor& ablateTarget, const TransformerDecoder& decoder, const at::Tensor& spanPositions, bool isKey) {
-    at::Tensor x = span.index_select(0, index);   // [n, D]
-    at::Tensor f = factor.unsqueeze(1);           // [n, 1] = s(p) * c
-    at::Tensor out;
+// Edits the painted positions of one layer's K or V for the chosen heads, all at once:
+//   x [h, n, D] (the span's values at `index`), f [1, n, 1] = s(p) * c, dir [h, 1 or n, D],
+//   ablateTarget [h, 1, D] (ablate only) -> the edited values, [h, n, D].
+at::Tensor editedValues(const at::Tensor& x, const at::Tensor& f, SteeringOperator op, const at::Tensor& dir, const at::Tensor& ablateTarget,
+                        const TransformerDecoder& decoder, const at::Tensor& positions, bool isKey) {
     switch (op) {
     case SteeringOperator::Add:
-        out = x + f * dir;
-        break;
+        return x + f * dir;
     case SteeringOperator::PreRope:
-        out = isKey ? x + f * decoder.rotate(dir.expand_as(x), spanPositions.index_select(1, index.cpu())) : x + f * dir;
-        break;
+        return isKey ? x + f * decoder.rotate(dir.expand_as(x), positions) : x + f * dir;
     case SteeringOperator::NormPreserving: {
         at::Tensor y = x + f * dir;
-        at::Tensor yNorm = y.norm(2, {1}, true);
-        out = at::where(yNorm > 0, y * (x.norm(2, {1}, true) / yNorm), x);
-        break;
+        at::Tensor yNorm = y.norm(2, {-1}, true);
+        return at::where(yNorm > 0, y * (x.norm(2, {-1}, true) / yNorm), x);
     }
     case SteeringOperator::Scale:
-        out = x * (1 + f);
-        break;
+        return x * (1 + f);
     case SteeringOperator::Ablate:
-        out = x + f * (ablateTarget - x);
-        break;
+        return x + f * (ablateTarget - x);
     case SteeringOperator::Spotlight:
+        break;
+    }
+    return x;
+}
+
+// One layer's K or V edit: cached [H_kv, S, D] (a view into the cache), edited in place at the
+// span positions `index` (nonzero factor) of the heads the plan names. One set of ATen calls per
+// layer, not per head: an atlas applies a dozen plans, and a small model's edit is mostly call
+// overhead.
+void editLayer(const at::Tensor& cached, const VisualSpan& span, const std::vector<int64_t>& heads, const at::Tensor& index,
+               const at::Tensor& factor, const SteeringPlan& plan, const at::Tensor& entry, const TransformerDecoder& decoder,
+               const at::Tensor& spanPositions, bool isKey) {
+    const at::Tensor dev = index.to(cached.device());
+    const at::Tensor headIndex = at::tensor(heads, at::TensorOptions().dtype(at::kLong)).to(cached.device());
+    const bool allHeads = int64_t(heads.size()) == cached.size(0);
+    const at::Tensor spanAll = cached.narrow(1, span.start, span.length);              // [H_kv, N, D] view
+    const at::Tensor spans = allHeads ? spanAll : spanAll.index_select(0, headIndex);  // [h, N, D]
+    const at::Tensor x = spans.index_select(1, dev);                                    // [h, n, D]
+    const at::Tensor f = factor.to(cached.device(), cached.scalar_type()).view({1, -1, 1});
+    at::Tensor dir;   // [h, 1, D] broadcast, or [h, n, D] per position
+    if (entry.defined()) {
+        dir = entry.to(cached.device(), cached.scalar_type()).index_select(0, headIndex);
+        dir = dir.dim() == 3 ? dir.index_select(1, dev) : dir.unsqueeze(1);
+    }
+    at::Tensor target;
+    if (plan.op == SteeringOperator::Ablate)
+        target = plan.ablateTarget == AblateTarget::Mean ? spans.mean(1, true) : at::zeros_like(x.narrow(1, 0, 1));
+    const at::Tensor positions = plan.op == SteeringOperator::PreRope ? spanPositions.index_select(1, index.cpu()) : at::Tensor();
+    const at::Tensor out = editedValues(x, f, plan.op, dir, target, decoder, positions, isKey).to(cached.scalar_type());
+    if (allHeads) {
+        spanAll.index_copy_(1, dev, out);
         return;
     }
-    span.index_copy_(0, index, out.to(span.scalar_type()));
+    for (size_t i = 0; i < heads.size(); ++i) spanAll.select(0, heads[i]).index_copy_(0, dev, out.select(0, int64_t(i)));
 }
 
 } // namespace
@@ -157,6 +179,17 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
     const at::Tensor strength = plan.strength.to(at::kCPU).to(at::kFloat).reshape({-1});
     const int64_t groups = t.numHeads / t.numKvHeads;
     bool edited = false;   // nothing touched -> nothing to propagate (keeps strength 0 bit-identical)
+    // The painted positions and their factors s(p)·c, once per distinct c (a plan has one or two).
+    std::map<double, std::pair<at::Tensor, at::Tensor>> paintedBy;
+    auto paintedFor = [&](double c) -> const std::pair<at::Tensor, at::Tensor>& {
+        auto it = paintedBy.find(c);
+        if (it == paintedBy.end()) {
+            const at::Tensor factorAll = strength * c;
+            const at::Tensor index = at::nonzero(factorAll).reshape({-1});
+            it = paintedBy.emplace(c, std::make_pair(index, factorAll.index_select(0, index))).first;
+        }
+        return it->second;
+    };
 
     for (int l = 0; l < t.numLayers; ++l) {
         if (!plan.touchesLayer(l)) continue;
@@ -164,10 +197,8 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
             const double c = isKey ? plan.ckFor(l) : plan.cvFor(l);
             if (c == 0.0) continue;
             // Only positions whose factor is nonzero are touched: strength 0 is bit-identical.
-            const at::Tensor factorAll = strength * c;
-            const at::Tensor index = at::nonzero(factorAll).reshape({-1});
+            const auto& [index, factor] = paintedFor(c);
             if (index.numel() == 0) continue;
-            const at::Tensor factor = factorAll.index_select(0, index);
             edited = true;
 
             if (plan.op == SteeringOperator::Spotlight) {
@@ -181,15 +212,8 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
             const at::Tensor entry = isKey ? (l < plan.vectors.numLayers() ? plan.vectors.keys[l] : at::Tensor())
                                            : (l < plan.vectors.numLayers() ? plan.vectors.values[l] : at::Tensor());
             if (operatorNeedsVectors(plan.op) && !entry.defined()) continue;   // no direction for this layer
-            at::Tensor cached = (isKey ? out.cache.keys(l) : out.cache.values(l)).select(0, 0);   // [H_kv, S, D]
-            const at::Tensor dev = index.to(cached.device());
-            const at::Tensor fdev = factor.to(cached.device(), cached.scalar_type());
-            for (int64_t h : plan.headsFor(l, t.numKvHeads)) {
-                at::Tensor headSpan = cached.select(0, h).narrow(0, span.start, span.length);   // [N, D]
-                at::Tensor dir = entry.defined() ? directionFor(entry.to(cached.device(), cached.scalar_type()), h, dev) : at::Tensor();
-                at::Tensor target = plan.ablateTarget == AblateTarget::Mean ? headSpan.mean(0) : at::zeros_like(headSpan.select(0, 0));
-                editHead(headSpan, dev, fdev, plan.op, dir, target, model.decoder(), spanPositions, isKey);
-            }
+            const at::Tensor cached = (isKey ? out.cache.keys(l) : out.cache.values(l)).select(0, 0);   // [H_kv, S, D]
+            editLayer(cached, span, plan.headsFor(l, t.numKvHeads), index, factor, plan, entry, model.decoder(), spanPositions, isKey);
         }
     }
 
