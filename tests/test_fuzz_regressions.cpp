@@ -69,6 +69,30 @@ private slots:
         QVERIFY2(contains(e, path) && contains(e, "canvas is too large") && contains(e, "13000x13000"), e.c_str());
     }
 
+    // A 42-byte GIF declaring a 9216x1836 canvas (under the GIF canvas cap): stb filled 17 million
+    // pixels from almost no data, seconds under the fuzz harness (fuzz_mask timed out). LZW codes
+    // paint at most 4096 pixels a bit, so the file is refused as truncated, as a mask too.
+    void gifCanvasBeyondItsData() {
+        const std::string path = fuzzData("mask-gif-canvas-beyond-data.gif");
+        const std::string e = errorOf([&] { kvsteer::loadImage(path); });
+        QVERIFY2(contains(e, path) && contains(e, "truncated") && contains(e, "9216x1836"), e.c_str());
+    }
+
+    // A corrupt progressive JPEG whose AC scan runs out of bits: stb's fast AC path takes bits the
+    // buffer does not hold and then shifts by 32 (UBSan, inside stb; suppressed by name in
+    // scripts/sanitizers/ubsan.supp with why). kvsteer's part: the load ends in an image of the
+    // declared size or a kvsteer::Error naming the file, and a sanitized build of this test passes.
+    void jpegProgressiveScanOutOfBits() {
+        const std::string path = fuzzData("image-jpeg-prog-ac-bits.jpg");
+        try {
+            const kvsteer::ImageU8 img = kvsteer::loadImage(path);
+            QCOMPARE(img.width, 16);
+            QCOMPARE(img.height, 12);
+        } catch (const kvsteer::Error& e) {
+            QVERIFY2(contains(e.what(), path), e.what());
+        }
+    }
+
     // A 146-byte BMP claiming 3997712x12 pixels with compression 0xFF000003: stb reads that as a
     // negative int and decodes plain pixels (zeros past the end), the truncation pre-check took it
     // for a compression stb refuses and let it through: 10 s in fuzz_image (timeout).
