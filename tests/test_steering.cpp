@@ -291,6 +291,26 @@ private slots:
         for (int l = 0; l < again.numLayers(); ++l) QVERIFY(maxAbsDiff(again.values(l), session_->snapshot().values(l)) <= 1e-4);
     }
 
+    // applyPlanTo on one row of a batch (how the atlas edits its cells) leaves in that row exactly
+    // what applyPlan gives, propagate included, and the other rows pristine.
+    void applyPlanToABatchRowEqualsApplyPlan() {
+        SteeringPlan p = basePlan(SteeringOperator::Add);
+        p.mode = PlanMode::Propagate;
+        const SteeredCache alone = applyPlan(*session_, p);
+        const KVCache& snapshot = session_->snapshot();
+        KVCache batch = KVCache::stackRows({&snapshot, &snapshot, &snapshot});
+        batch.reserve(batch.size() + 2);   // room for a prefix-LM recompute's extra token
+        KVCache row = batch.rowView(1);
+        applyPlanTo(*session_, p, row);
+        QCOMPARE(batch.size(), snapshot.size());
+        for (int l = 0; l < batch.numLayers(); ++l)
+            for (int64_t r = 0; r < 3; ++r) {
+                const KVCache& expected = r == 1 ? alone.cache : snapshot;
+                QVERIFY(at::equal(batch.keys(l).narrow(0, r, 1), expected.keys(l)));
+                QVERIFY(at::equal(batch.values(l).narrow(0, r, 1), expected.values(l)));
+            }
+    }
+
     void propagateUnderPrefixLmIsBidirectional() {
         // PaliGemma's prompt attends to itself both ways: propagate recomputes every text position
         // against the edited image together with the last prompt token, so even the first text

@@ -126,4 +126,15 @@ KVCache KVCache::row(int64_t b) const {
     return c;
 }
 
+KVCache KVCache::rowView(int64_t b) {
+    if (b < 0 || b >= batch_) throw Error("KVCache::rowView: row outside the batch");
+    KVCache c = *this;
+    c.batch_ = 1;
+    for (size_t l = 0; l < k_.size(); ++l) {
+        c.k_[l] = k_[l].narrow(0, b, 1);
+        c.v_[l] = v_[l].narrow(0, b, 1);
+    }
+    return c;
+}
+
 } // namespace kvsteer

@@ -57,6 +57,9 @@ public:
     // Batch rows: stack single-row caches into one batch (side-by-side decoding), or take a row out.
     static KVCache stackRows(const std::vector<const KVCache*>& rows);
     KVCache row(int64_t b) const;
+    // Batch row b as a single-row cache that shares the batch's memory: edits and appends through
+    // it (within the capacity) are the batch's. Its own bookkeeping (fill, tokens) is separate.
+    KVCache rowView(int64_t b);
     // Keeps only the given batch rows, in that order (the atlas drops rows that have finished).
     void keepRows(const std::vector<int64_t>& rows);
 

@@ -165,17 +165,25 @@ std::vector<int64_t> SteeringPlan::headsFor(int layer, int64_t kvHeads) const {
 }
 
 SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
-    c10::NoGradGuard noGrad;
     const auto t0 = std::chrono::steady_clock::now();
+    SteeredCache out;
+    out.cache = session.snapshot().clone();
+    out.attentionBias = applyPlanTo(session, plan, out.cache);
+    out.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+}
+
+std::vector<at::Tensor> applyPlanTo(const Session& session, const SteeringPlan& plan, KVCache& cache) {
+    c10::NoGradGuard noGrad;
     validate(session, plan);
+    if (cache.size() != session.snapshot().size() || cache.batch() != 1)
+        throw Error("steering plan: the cache to edit must be a single-row copy of the session's snapshot");
     const Model& model = session.model();
     const TextConfig& t = model.config().text;
     const VisualSpan span = session.snapshot().visualSpan;
     const at::Tensor spanPositions = session.snapshot().positions(span.start, span.length);   // [rows, N], for prerope
 
-    SteeredCache out;
-    out.cache = session.snapshot().clone();
-    out.attentionBias.resize(t.numLayers);
+    std::vector<at::Tensor> attentionBias(size_t(t.numLayers));
     const at::Tensor strength = plan.strength.to(at::kCPU).to(at::kFloat).reshape({-1});
     const int64_t groups = t.numHeads / t.numKvHeads;
     bool edited = false;   // nothing touched -> nothing to propagate (keeps strength 0 bit-identical)
@@ -206,13 +214,13 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
                 at::Tensor bias = at::zeros({1, t.numHeads, span.end()}, at::kFloat);
                 for (int64_t h : plan.headsFor(l, t.numKvHeads))
                     bias.select(0, 0).narrow(0, h * groups, groups).index_copy_(1, index + span.start, factor.unsqueeze(0).expand({groups, -1}).contiguous());
-                out.attentionBias[l] = bias.to(model.format().device);
+                attentionBias[l] = bias.to(model.format().device);
                 continue;
             }
             const at::Tensor entry = isKey ? (l < plan.vectors.numLayers() ? plan.vectors.keys[l] : at::Tensor())
                                            : (l < plan.vectors.numLayers() ? plan.vectors.values[l] : at::Tensor());
             if (operatorNeedsVectors(plan.op) && !entry.defined()) continue;   // no direction for this layer
-            const at::Tensor cached = (isKey ? out.cache.keys(l) : out.cache.values(l)).select(0, 0);   // [H_kv, S, D]
+            const at::Tensor cached = (isKey ? cache.keys(l) : cache.values(l)).select(0, 0);   // [H_kv, S, D]
             editLayer(cached, span, plan.headsFor(l, t.numKvHeads), index, factor, plan, entry, model.decoder(), spanPositions, isKey);
         }
     }
@@ -222,15 +230,14 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
     const at::Tensor painted = at::nonzero(strength).reshape({-1});
     const int64_t recomputeFrom =
         span.isTokenStrip() && painted.numel() > 0 ? span.start + painted.max().item<int64_t>() + 1 : span.end();
-    if (edited && plan.mode == PlanMode::Propagate && recomputeFrom < out.cache.size()) {
+    if (edited && plan.mode == PlanMode::Propagate && recomputeFrom < cache.size()) {
         // From the edited cache (spotlight bias included), with the family's prompt attention
         // (prefix-LM: bidirectionally, the last token too).
         ForwardPass pass;
-        pass.attentionBias = out.attentionBias;
-        session.recomputePrompt(out.cache, recomputeFrom, pass);
+        pass.attentionBias = attentionBias;
+        session.recomputePrompt(cache, recomputeFrom, pass);
     }
-    out.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return out;
+    return attentionBias;
 }
 
 } // namespace kvsteer

@@ -69,4 +69,10 @@ struct SteeredCache {
 // vectors of the wrong shape or key space).
 SteeredCache applyPlan(const Session& session, const SteeringPlan& plan);
 
+// The same edit in place: `cache` is a single-row copy of the session's snapshot (a clone, or a
+// row of a batch from KVCache::rowView, with room for a prefix-LM propagate's extra token).
+// Returns the per-layer spotlight biases ([1, H, S'] or empty). The atlas edits each cell's row of
+// its batch this way, with no copy of its own.
+std::vector<at::Tensor> applyPlanTo(const Session& session, const SteeringPlan& plan, KVCache& cache);
+
 } // namespace kvsteer
