@@ -171,27 +171,23 @@ struct Reference {
     const std::function<void(const Generation&)>* onKnown;
 };
 
-// Decodes one batch of edited caches together; reports each row as it finishes.
-void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, std::vector<SteeredCache>& steered, int maxNewTokens,
-                 Reference ref, const AtlasCellCallback& onCell, const std::atomic<bool>* cancel) {
+// Decodes one batch of edited caches together (row r = cells[r], with its spotlight biases);
+// reports each row as it finishes.
+void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, KVCache batch, const std::vector<std::vector<at::Tensor>>& biases,
+                 int maxNewTokens, Reference ref, const AtlasCellCallback& onCell, const std::atomic<bool>* cancel) {
     const Model& model = session.model();
     const int64_t rows = int64_t(cells.size());
-    std::vector<const KVCache*> parts;
-    for (const SteeredCache& s : steered) parts.push_back(&s.cache);
-    KVCache batch = KVCache::stackRows(parts);
-    batch.reserve(batch.size() + maxNewTokens + 1);
 
     // Per-row spotlight bias: rows without one (another layer range) get zeros in that layer.
     ForwardPass pass;
-    for (const SteeredCache& s : steered) pass.attentionBias.resize(std::max(pass.attentionBias.size(), s.attentionBias.size()));
+    for (const auto& b : biases) pass.attentionBias.resize(std::max(pass.attentionBias.size(), b.size()));
     for (size_t l = 0; l < pass.attentionBias.size(); ++l) {
         at::Tensor like;
-        for (const SteeredCache& s : steered)
-            if (l < s.attentionBias.size() && s.attentionBias[l].defined()) like = s.attentionBias[l];
+        for (const auto& b : biases)
+            if (l < b.size() && b[l].defined()) like = b[l];
         if (!like.defined()) continue;
         std::vector<at::Tensor> perRow;
-        for (const SteeredCache& s : steered)
-            perRow.push_back(l < s.attentionBias.size() && s.attentionBias[l].defined() ? s.attentionBias[l] : at::zeros_like(like));
+        for (const auto& b : biases) perRow.push_back(l < b.size() && b[l].defined() ? b[l] : at::zeros_like(like));
         pass.attentionBias[l] = at::cat(perRow, 0);
     }
 
@@ -266,6 +262,16 @@ void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, std::vec
         if (!reported[size_t(r)]) report(r);
 }
 
+// Setting indices ordered by strength (the larger of |c_k| and |c_v|), the grid's order among
+// equals.
+std::vector<size_t> weakestFirst(const std::vector<AtlasSetting>& settings) {
+    std::vector<size_t> order(settings.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto strength = [&](size_t i) { return std::max(std::abs(settings[i].ck), std::abs(settings[i].cv)); };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strength(a) < strength(b); });
+    return order;
+}
+
 } // namespace
 
 AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std::vector<AtlasSetting>& settings, const AtlasOptions& options,
@@ -286,29 +292,38 @@ AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std
     }
 
     // The unsteered answer is the first batch's first row (cell index -1, the pristine snapshot),
-    // then the settings in the grid's order, in batches of near-equal size (12 cells at 8 rows:
-    // 7 + 6 with the unsteered row).
+    // then the settings from the weakest to the strongest, in batches of near-equal size (12
+    // cells at 8 rows: 7 + 6 with the unsteered row). Weak settings tend to end as soon as the
+    // unsteered answer and strong ones to run to the budget (a degenerate answer has no EOS), so
+    // batching by strength lets a batch of short answers stop early instead of every batch
+    // waiting for its one long row.
+    const std::vector<size_t> order = weakestFirst(settings);
     const int n = int(settings.size()) + 1;
     const int batches = (n + batchRows - 1) / batchRows;
     int next = 0;
     for (int b = 0; b < batches && !settings.empty() && !cancelled(); ++b) {
         const int take = (n - next + (batches - b) - 1) / (batches - b);
+        // Every row starts as the pristine snapshot (one copy for the batch) and each cell's plan
+        // is applied straight into its row; the unsteered row, first in the first batch, stays
+        // pristine.
+        const std::vector<const KVCache*> pristine(size_t(take), &session.snapshot());
+        KVCache batch = KVCache::stackRows(pristine);
+        batch.reserve(batch.size() + options.maxNewTokens + 1);
         std::vector<AtlasCell> cells;
-        std::vector<SteeredCache> steered;
+        std::vector<std::vector<at::Tensor>> biases;
         if (next == 0) {
             AtlasCell reference;
             reference.index = -1;
-            SteeredCache pristine;
-            pristine.cache = session.snapshot().clone();
-            steered.push_back(std::move(pristine));
             cells.push_back(reference);
+            biases.emplace_back();
         }
         for (int i = std::max(next, 1) - 1; i < next + take - 1 && !cancelled(); ++i) {
             AtlasCell cell;
-            cell.index = i;
-            cell.setting = settings[size_t(i)];
+            cell.index = int(order[size_t(i)]);
+            cell.setting = settings[order[size_t(i)]];
             const auto t1 = std::chrono::steady_clock::now();
-            steered.push_back(applyPlan(session, planForSetting(base, cell.setting)));
+            KVCache row = batch.rowView(int64_t(cells.size()));
+            biases.push_back(applyPlanTo(session, planForSetting(base, cell.setting), row));
             cell.editMs = msSince(t1);
             cells.push_back(std::move(cell));
         }
@@ -318,7 +333,7 @@ AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std
             result.cells.push_back(c);
             if (onCell) onCell(c);
         };
-        decodeBatch(session, cells, steered, options.maxNewTokens, ref, keep, cancel);
+        decodeBatch(session, cells, std::move(batch), biases, options.maxNewTokens, ref, keep, cancel);
         ref.known = ref.known || b == 0;
     }
     result.cancelled = cancelled();

@@ -4,14 +4,15 @@
 // against the unsteered answer. `kvsteer sweep` and the studio's atlas both call runAtlas, so the
 // CLI table and the studio picture come from the same code and agree.
 //
-// Batching: the cells share the pristine prefix, so after each cell's plan is applied (a clone of
-// the snapshot, edited; propagate recomputes its text suffix) up to `batchRows` edited caches are
-// stacked into one batch (KVCache::stackRows) and decoded together, one forward pass per step,
-// each row with its own attention bias (spotlight) and its own TokenStream — the way the
-// side-by-side pair is batched. Rows that finish early keep being fed their last token and their
-// outputs are ignored, so a row's ids equal a separate Session::decode of the same cache
-// bit for bit (test_atlas checks it). batchRows is at most kernels::kSkinnyMaxRows, the rows the
-// skinny decode kernel reads each weight once for.
+// Batching: the cells all start from the pristine snapshot, so up to `batchRows` copies of it are
+// stacked into one batch (KVCache::stackRows) and each cell's plan is applied straight into its
+// row (applyPlanTo on KVCache::rowView; propagate recomputes the row's text suffix). The batch is
+// decoded together, one forward pass per step, each row with its own attention bias (spotlight)
+// and its own TokenStream — the way the side-by-side pair is batched. Cells go into batches from
+// the weakest setting to the strongest, so short answers share a batch. Rows that finish early
+// keep being fed their last token and their outputs are ignored, so a row's ids equal a separate
+// applyPlan + Session::decode bit for bit (test_atlas checks it). batchRows is at most
+// kernels::kSkinnyMaxRows, the rows the skinny decode kernel reads each weight once for.
 //
 // Outcome classes (classifyCell), against the unsteered greedy answer U of the same budget:
 //   same        the cell's ids equal U's
