@@ -311,6 +311,24 @@ private slots:
             }
     }
 
+    // Heads named in any order are the same edit (each head gets its own direction).
+    void headOrderDoesNotMatter() {
+        SteeringPlan inOrder = basePlan(SteeringOperator::Add), reversed = inOrder;
+        const int h = model_->config().text.numKvHeads;
+        inOrder.headMask[1].clear();
+        reversed.headMask[1].clear();
+        for (int i = 0; i < h; ++i) {
+            inOrder.headMask[1].push_back(i);
+            reversed.headMask[1].push_back(h - 1 - i);
+        }
+        const SteeredCache a = applyPlan(*session_, inOrder), b = applyPlan(*session_, reversed);
+        QVERIFY(!at::equal(a.cache.values(1), session_->snapshot().values(1)));
+        for (int l = 0; l < a.cache.numLayers(); ++l) {
+            QVERIFY(at::equal(a.cache.keys(l), b.cache.keys(l)));
+            QVERIFY(at::equal(a.cache.values(l), b.cache.values(l)));
+        }
+    }
+
     void propagateUnderPrefixLmIsBidirectional() {
         // PaliGemma's prompt attends to itself both ways: propagate recomputes every text position
         // against the edited image together with the last prompt token, so even the first text

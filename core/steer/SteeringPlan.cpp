@@ -107,7 +107,8 @@ void editLayer(const at::Tensor& cached, const VisualSpan& span, const std::vect
                const at::Tensor& spanPositions, bool isKey) {
     const at::Tensor dev = index.to(cached.device());
     const at::Tensor headIndex = at::tensor(heads, at::TensorOptions().dtype(at::kLong)).to(cached.device());
-    const bool allHeads = int64_t(heads.size()) == cached.size(0);
+    bool allHeads = int64_t(heads.size()) == cached.size(0);   // 0, 1, ..., H_kv - 1 in order
+    for (size_t i = 0; i < heads.size() && allHeads; ++i) allHeads = heads[i] == int64_t(i);
     const at::Tensor spanAll = cached.narrow(1, span.start, span.length);              // [H_kv, N, D] view
     const at::Tensor spans = allHeads ? spanAll : spanAll.index_select(0, headIndex);  // [h, N, D]
     const at::Tensor x = spans.index_select(1, dev);                                    // [h, n, D]
