@@ -84,7 +84,7 @@ struct AtlasCell {
     Generation generation;
     DegenerationSignals degeneration;   // (not "signals": a Qt keyword)
     AtlasOutcome outcome = AtlasOutcome::Same;
-    double editMs = 0;        // applying the plan to a clone of the snapshot
+    double editMs = 0;        // applying the plan to its row of the batch
 };
 using AtlasCellCallback = std::function<void(const AtlasCell&)>;
 
