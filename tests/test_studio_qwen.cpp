@@ -5,7 +5,8 @@
 //     holds (the core's own count), the image actions refuse with a reason; "Last Token" is one
 //     click; editing the question keeps the last token painted; text-pair vectors computed in the
 //     Steering panel change the answer; ‖ΔV‖ is drawn over the tokens and is non-zero exactly on
-//     the painted one; the brush paints the chip under the pointer.
+//     the painted one; the brush paints the chip under the pointer;
+//   - back on tiny-qwen2vl, the image set aside by the text model returns, and Run answers about it.
 //
 // torch (through the core) before any Qt header.
 #include "TestSupport.h"
@@ -112,6 +113,7 @@ private Q_SLOTS:
     }
 
     void textModelPaintsTheTokenStrip() {
+        const int errorsBefore = w_->errorCount();
         QVERIFY(openModel(qwen2Dir()));
         QVERIFY(w_->modelInfo().textOnly());
         const QString question = QStringLiteral("Tell me about the weather");
@@ -119,9 +121,8 @@ private Q_SLOTS:
         const int n = cachedTokens(question);
         QVERIFY(stripOf(n));
         QCOMPARE(w_->canvas()->gridRows(), 1);
-        QVERIFY(!w_->canvas()->hasImage());   // the image of the VL model was set aside
-        closeMessageBoxes();
-        const int errorsBefore = w_->errorCount();
+        QVERIFY(!w_->canvas()->hasImage());   // the image of the VL model is set aside, not an error
+        QCOMPARE(w_->errorCount(), errorsBefore);
 
         // One click: the last token, and nothing else.
         QAction* last = nullptr;
@@ -175,6 +176,26 @@ private Q_SLOTS:
         QCOMPARE(h.cols, n);
         for (int l = 0; l < h.layers; ++l)
             for (int i = 0; i < n; ++i) QCOMPARE(h.at(l, 0, i) > 0, i == n - 1);
+    }
+
+    // Back to the vision model: the image set aside returns on its own grid, and Run answers
+    // about it (the reference's greedy ids), with no "No image is open".
+    void imageReturnsWithTheVisionModel() {
+        const QJsonObject c = referenceCase(QStringLiteral("gradient"));
+        const int errorsBefore = w_->errorCount();
+        QSignalSpy shown(w_.get(), &MainWindow::imageShown);
+        QVERIFY(openModel(qwen2VlDir()));
+        QVERIFY(shown.count() > 0 || shown.wait(kLoadTimeoutMs));
+        QVERIFY(w_->canvas()->hasImage());
+        QVERIFY(!w_->canvas()->isTokenStrip());
+        QCOMPARE(w_->canvas()->gridRows(), 10);
+        QCOMPARE(w_->canvas()->gridCols(), 18);
+        w_->promptPanel()->setPrompt(c.value(QStringLiteral("user_text")).toString());
+        QVERIFY2(runAndWait(20), qPrintable(w_->lastErrorText()));
+        QVector<qint64> expected;
+        for (const QJsonValue& id : c.value(QStringLiteral("greedy_ids")).toArray()) expected << id.toInteger();
+        QCOMPARE(ids(w_->streamView()->tokens(false)), expected);
+        QCOMPARE(w_->errorCount(), errorsBefore);
     }
 };
 

@@ -274,6 +274,7 @@ void MainWindow::wireControllers() {
     connect(errors_, &ErrorReporter::shown, this, &MainWindow::errorShown);
     connect(worker_, &Worker::progress, status_, &StudioStatusBar::showProgress);
     connect(worker_, &Worker::idle, status_, &StudioStatusBar::hideProgress);
+    connect(worker_, &Worker::imageSetAside, status_, [this](const QString& message) { status_->message(message, 15000); });
 
     connect(models_, &ModelController::aboutToLoad, this, &MainWindow::stop);
     connect(models_, &ModelController::stateChanged, this, [this] {

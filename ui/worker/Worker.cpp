@@ -159,11 +159,11 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         Q_EMIT idle();
         return;
     }
-    // The image, if any, is preprocessed again for this model's processor; a text-only model
-    // sets it aside (its prompts have none).
+    // The image, if any, is preprocessed again for this model's processor. A text-only model sets
+    // it aside (its prompts have none): it is kept, and shown again when a vision model is loaded.
     if (!d->image.empty() && !d->model->hasVision()) {
-        d->image = ImageU8();
-        Q_EMIT imageFailed(d->imageId, d->imageName, tr("%1 is a text-only model: the image is set aside, and the canvas shows the prompt's tokens.").arg(d->info.name));
+        Q_EMIT imageSetAside(tr("%1 is a text-only model: %2 is set aside until a vision model is loaded; the canvas shows the prompt's tokens.")
+                                 .arg(d->info.name, d->imageName));
     } else if (!d->image.empty()) {
         try {
             const PreprocessedImage pre = d->model->preprocessImage(d->image);

@@ -76,6 +76,8 @@ Q_SIGNALS:
     void modelLoadCancelled(const QString& directory);   // the model loaded before stays
     void imageReady(const kvsteer::ui::ImageInfo& image);
     void imageFailed(quint64 id, const QString& name, const QString& message);
+    // A text-only model was loaded: the open image is kept, unused, until a vision model returns.
+    void imageSetAside(const QString& message);
     void promptTokens(quint64 id, const QString& prompt, const QStringList& pieces);
     void promptTokensFailed(quint64 id, const QString& message);
     void runStarted(const kvsteer::ui::RunStarted& info);

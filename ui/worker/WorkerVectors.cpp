@@ -44,6 +44,7 @@ void Worker::computeVectors(const RecipeRequest& req) {
         QString origin;
         switch (req.source) {
         case VectorSource::SecondImage: {
+            if (!d->model->hasVision()) throw kvsteer::Error("a text-only model takes no image: use text pairs");
             if (d->image.empty()) throw kvsteer::Error("open the image to steer first; the recipe contrasts it with the target image");
             if (req.targetImage.isEmpty()) throw kvsteer::Error("choose the image to steer toward");
             Q_EMIT progress(tr("Computing vectors: prefilling both images…"), 0, 0);
@@ -59,6 +60,7 @@ void Worker::computeVectors(const RecipeRequest& req) {
             break;
         }
         case VectorSource::PaintedRegion: {
+            if (!d->model->hasVision()) throw kvsteer::Error("a text-only model takes no image: use text pairs");
             if (d->image.empty()) throw kvsteer::Error("open an image first; the recipe contrasts its painted region with the rest");
             Q_EMIT progress(tr("Computing vectors: painted region vs the rest…"), 0, 0);
             v = extractRegion(d->model, ss(req.prompt), d->image, gridTensor(req.region), o);
