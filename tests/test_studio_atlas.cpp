@@ -89,6 +89,7 @@ private Q_SLOTS:
 
     void firstRunOpensTheDemoScene() {
         QCOMPARE(w_->promptPanel()->prompt(), QStringLiteral("What color is the circle?"));
+        QVERIFY(w_->promptPanel()->examples().contains(QStringLiteral("What shape is red?")));   // the demo's own questions
         QVERIFY(w_->imageReady());
         QCOMPARE(w_->vectors().recipe, QStringLiteral("image-pair"));
         const PlanSettings p = w_->steeringPanel()->planSettings();

@@ -123,6 +123,8 @@ private Q_SLOTS:
         QCOMPARE(w_->canvas()->gridRows(), 1);
         QVERIFY(!w_->canvas()->hasImage());   // the image of the VL model is set aside, not an error
         QCOMPARE(w_->errorCount(), errorsBefore);
+        QVERIFY(!w_->promptPanel()->examples().isEmpty());   // plain prompts, not the demo's questions
+        QVERIFY(!w_->promptPanel()->examples().contains(QStringLiteral("What color is the circle?")));
 
         // One click: the last token, and nothing else.
         QAction* last = nullptr;

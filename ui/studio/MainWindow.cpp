@@ -339,6 +339,7 @@ void MainWindow::onModelLoaded(const ModelInfo& info) {
     steering_->setModel(info.layers, info.kvHeads);
     heatmaps_->setModel(info.layers, info.kvHeads, info.gridRows, info.gridCols);
     prompt_->setTemplate(info.family, info.promptTemplate);
+    prompt_->setExamples(exampleQuestions(info));
     streams_->clear();
     settings_->addRecent(StudioSettings::Recent::Models, info.directory);
     status_->message(tr("Loaded %1 in %2 s").arg(info.name).arg(info.loadMs / 1000.0, 0, 'f', 1), 5000);

@@ -28,6 +28,15 @@ QStringList demoQuestions() {
             QStringLiteral("Is there a blue circle?"),   QStringLiteral("Where is the red circle?"), QStringLiteral("Describe the image.")};
 }
 
+QStringList exampleQuestions(const ModelInfo& model) {
+    if (!model.valid() || model.name == QStringLiteral("kvsteer/shapes-demo")) return demoQuestions();
+    if (model.textOnly())
+        return {QStringLiteral("Write a short review of a restaurant."), QStringLiteral("Is it going to rain today?"),
+                QStringLiteral("Tell me about your favourite city."), QStringLiteral("Describe a sunny morning.")};
+    return {QStringLiteral("Describe the image."), QStringLiteral("What is in the picture?"),
+            QStringLiteral("What colour is the largest object?"), QStringLiteral("How many objects are there?")};
+}
+
 StudioSettings::StudioSettings(bool enabled, const RememberedWidgets& widgets, QObject* parent)
     : QObject(parent), enabled_(enabled), w_(widgets) {}
 

@@ -19,6 +19,9 @@ class SteeringPanel;
 
 // The demo model's example questions; the first is the default prompt.
 QStringList demoQuestions();
+// The Examples menu for a model: the demo's questions for the demo model (and before any model),
+// questions about any image for another vision model, plain prompts for a text-only model.
+QStringList exampleQuestions(const ModelInfo& model);
 
 // The widgets whose state is remembered.
 struct RememberedWidgets {

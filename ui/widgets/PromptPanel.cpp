@@ -176,6 +176,12 @@ void PromptPanel::setExamples(const QStringList& prompts) {
     examples_->setVisible(!prompts.isEmpty());
 }
 
+QStringList PromptPanel::examples() const {
+    QStringList out;
+    for (const QAction* a : examples_->menu()->actions()) out << a->text();
+    return out;
+}
+
 void PromptPanel::setTemplate(const QString& family, const QString& promptTemplate) {
     template_ = promptTemplate;
     if (promptTemplate.isEmpty()) {

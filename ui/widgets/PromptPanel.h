@@ -29,6 +29,7 @@ public:
     void setRunning(bool running);
     void setCanRun(bool canRun, const QString& why = QString());
     void setExamples(const QStringList& prompts);
+    QStringList examples() const;
     // The loaded model's family and its prompt around "{question}" (Model::applyTemplate), shown
     // in the question's tooltip: what the model reads is the family's choice, not the studio's.
     void setTemplate(const QString& family, const QString& promptTemplate);
