@@ -93,6 +93,20 @@ private slots:
         }
     }
 
+    // A PNG whose first IDAT chunk is empty: stb copies its zero bytes with memcpy(NULL, ...)
+    // (UBSan, inside stb; suppressed by name with why). The load ends in an image of the declared
+    // size or a kvsteer::Error naming the file.
+    void pngEmptyFirstIdat() {
+        const std::string path = fuzzData("image-png-empty-first-idat.png");
+        try {
+            const kvsteer::ImageU8 img = kvsteer::loadImage(path);
+            QCOMPARE(img.width, 16);
+            QCOMPARE(img.height, 12);
+        } catch (const kvsteer::Error& e) {
+            QVERIFY2(contains(e.what(), path), e.what());
+        }
+    }
+
     // A 146-byte BMP claiming 3997712x12 pixels with compression 0xFF000003: stb reads that as a
     // negative int and decodes plain pixels (zeros past the end), the truncation pre-check took it
     // for a compression stb refuses and let it through: 10 s in fuzz_image (timeout).
