@@ -214,7 +214,7 @@ std::string sizeProblem(const std::string& fmt, size_t n, int w, int h) {
         return "its canvas is too large (" + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
                std::to_string(kMaxGifPixels) + " for a GIF)";
     // A GIF's LZW codes are at least one bit and paint at most 4096 pixels each, so a file smaller
-    // than canvas / 32768 bytes cannot paint its canvas: a 43-byte GIF declaring 9216x1836 cost
+    // than canvas / 32768 bytes cannot paint its canvas: a 42-byte GIF declaring 9216x1836 cost
     // seconds of canvas filling under the fuzz harness.
     constexpr long long kMaxGifPixelsPerByte = 4096LL * 8;
     if (fmt == "GIF" && static_cast<long long>(w) * h > kMaxGifPixelsPerByte * static_cast<long long>(n))
