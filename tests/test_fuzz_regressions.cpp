@@ -38,6 +38,21 @@ std::string readFile(const std::string& path) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// For an input whose only report is inside stb (suppressed there, scripts/sanitizers/ubsan.supp):
+// loading gives an image of the declared size or a kvsteer::Error naming the file. Returns what
+// went wrong, or "".
+std::string loadsOrNamesTheFile(const std::string& path, int width, int height) {
+    try {
+        const kvsteer::ImageU8 img = kvsteer::loadImage(path);
+        if (img.width != width || img.height != height)
+            return "decoded " + std::to_string(img.width) + "x" + std::to_string(img.height) + ", declared " +
+                   std::to_string(width) + "x" + std::to_string(height);
+    } catch (const kvsteer::Error& e) {
+        if (!contains(e.what(), path)) return std::string("the error does not name the file: ") + e.what();
+    }
+    return "";
+}
+
 } // namespace
 
 class TestFuzzRegressions : public QObject {
@@ -83,28 +98,16 @@ private slots:
     // scripts/sanitizers/ubsan.supp with why). kvsteer's part: the load ends in an image of the
     // declared size or a kvsteer::Error naming the file, and a sanitized build of this test passes.
     void jpegProgressiveScanOutOfBits() {
-        const std::string path = fuzzData("image-jpeg-prog-ac-bits.jpg");
-        try {
-            const kvsteer::ImageU8 img = kvsteer::loadImage(path);
-            QCOMPARE(img.width, 16);
-            QCOMPARE(img.height, 12);
-        } catch (const kvsteer::Error& e) {
-            QVERIFY2(contains(e.what(), path), e.what());
-        }
+        const std::string why = loadsOrNamesTheFile(fuzzData("image-jpeg-prog-ac-bits.jpg"), 16, 12);
+        QVERIFY2(why.empty(), why.c_str());
     }
 
     // A PNG whose first IDAT chunk is empty: stb copies its zero bytes with memcpy(NULL, ...)
     // (UBSan, inside stb; suppressed by name with why). The load ends in an image of the declared
     // size or a kvsteer::Error naming the file.
     void pngEmptyFirstIdat() {
-        const std::string path = fuzzData("image-png-empty-first-idat.png");
-        try {
-            const kvsteer::ImageU8 img = kvsteer::loadImage(path);
-            QCOMPARE(img.width, 16);
-            QCOMPARE(img.height, 12);
-        } catch (const kvsteer::Error& e) {
-            QVERIFY2(contains(e.what(), path), e.what());
-        }
+        const std::string why = loadsOrNamesTheFile(fuzzData("image-png-empty-first-idat.png"), 16, 12);
+        QVERIFY2(why.empty(), why.c_str());
     }
 
     // A 146-byte BMP claiming 3997712x12 pixels with compression 0xFF000003: stb reads that as a
