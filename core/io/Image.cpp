@@ -199,27 +199,29 @@ std::string pngTruncation(const uint8_t* d, size_t n) {
 // reads a single frame, so a GIF of a few bytes claiming the full cap took 2.3 GB and 10 s.
 constexpr long long kMaxGifPixels = kMaxImagePixels / 4;
 
-// The GIF canvas cap above, and for a JPEG: stb decodes entropy-coded data that ends early as
-// zeros, so a few hundred bytes declaring a 64272x244 frame cost seconds. Every 8x8 block of a
-// frame costs at least one bit (Huffman codes are 1 to 16 bits long), so a smaller file is
-// truncated. Returns the reason, or "".
+// Files too small for the picture they declare. A JPEG: stb decodes entropy-coded data that ends
+// early as zeros, so a few hundred bytes declaring a 64272x244 frame cost seconds; every 8x8 block
+// costs at least one bit (Huffman codes are 1 to 16 bits long). A GIF: its LZW codes are at least
+// one bit and paint at most 4096 pixels each, so a file under canvas / 32768 bytes cannot paint
+// its canvas (a 42-byte GIF declaring 9216x1836 cost seconds of canvas filling); the canvas is
+// also held to the GIF cap above. Returns the reason, or "".
 std::string sizeProblem(const std::string& fmt, size_t n, int w, int h) {
+    const long long bytes = static_cast<long long>(n), pixels = static_cast<long long>(w) * h;
     if (fmt == "JPEG") {
         const long long blocks = ((w + 7LL) / 8) * ((h + 7LL) / 8);
-        if (static_cast<long long>(n) < blocks / 8)
+        if (bytes < blocks / 8)
             return "the file is truncated (" + std::to_string(n) + " bytes cannot hold the " + std::to_string(blocks) +
                    " blocks of a " + std::to_string(w) + "x" + std::to_string(h) + " JPEG)";
     }
-    if (fmt == "GIF" && static_cast<long long>(w) * h > kMaxGifPixels)
-        return "its canvas is too large (" + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
-               std::to_string(kMaxGifPixels) + " for a GIF)";
-    // A GIF's LZW codes are at least one bit and paint at most 4096 pixels each, so a file smaller
-    // than canvas / 32768 bytes cannot paint its canvas: a 42-byte GIF declaring 9216x1836 cost
-    // seconds of canvas filling under the fuzz harness.
-    constexpr long long kMaxGifPixelsPerByte = 4096LL * 8;
-    if (fmt == "GIF" && static_cast<long long>(w) * h > kMaxGifPixelsPerByte * static_cast<long long>(n))
-        return "the file is truncated (" + std::to_string(n) + " bytes cannot paint the " + std::to_string(w) + "x" +
-               std::to_string(h) + " canvas of a GIF)";
+    if (fmt == "GIF") {
+        if (pixels > kMaxGifPixels)
+            return "its canvas is too large (" + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
+                   std::to_string(kMaxGifPixels) + " for a GIF)";
+        constexpr long long kMaxGifPixelsPerByte = 4096LL * 8;
+        if (pixels > kMaxGifPixelsPerByte * bytes)
+            return "the file is truncated (" + std::to_string(n) + " bytes cannot paint the " + std::to_string(w) + "x" +
+                   std::to_string(h) + " canvas of a GIF)";
+    }
     return "";
 }
 
