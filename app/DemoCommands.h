@@ -1,5 +1,5 @@
 #pragma once
-// The demo-model subcommands of the kvsteer CLI (issue 4): train-demo, eval-demo, demo-corpus,
+// The demo-model subcommands of the kvsteer CLI: train-demo, eval-demo, demo-corpus,
 // demo-images. The bundled model directory is passed in (KVSTEER_DEMO_MODEL_DIR). Their
 // usage is in Usage.cpp with every other command's.
 #include <string>

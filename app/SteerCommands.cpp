@@ -7,11 +7,13 @@
 #include "models/Prompt.h"
 #include "generate/Session.h"
 #include "steer/Atlas.h"
-#include "steer/SideBySide.h"
 #include "steer/Mask.h"
 #include "steer/PlanOptions.h"
 #include "steer/Recipes.h"
+#include "steer/SteeredRun.h"
 #include "steer/SteeringPlan.h"
+#include "steer/LayerRange.h"
+#include "io/NumberList.h"
 
 #include <ATen/ops/ones.h>
 #include <nlohmann/json.hpp>
@@ -28,70 +30,34 @@ namespace kvsteer {
 
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-    std::vector<std::string> parts;
-    std::stringstream ss(s);
-    for (std::string p; std::getline(ss, p, sep);)
-        if (!p.empty()) parts.push_back(p);
-    return parts;
-}
-
-int parseIndex(const std::string& text, const std::string& what) {
+// A flag's value read by one of core's parsers: its complaint names the flag (a usage error).
+template <class Parse>
+auto flagValue(const std::string& flag, Parse&& parse) {
     try {
-        size_t used = 0;
-        int v = std::stoi(text, &used);
-        if (used == text.size() && v >= 0) return v;
-    } catch (const std::exception&) {
+        return parse();
+    } catch (const Error& e) {
+        throw UsageError("--" + flag + ": " + e.what());
     }
-    throw UsageError(what + ": '" + text + "' is not a non-negative integer");
 }
 
-// "A-B" or "A" -> the layers it names, checked against the model.
-std::vector<int> parseRange(const std::string& item, int count, const std::string& what) {
-    if (item == "all") {
-        std::vector<int> all(count);
-        for (int i = 0; i < count; ++i) all[i] = i;
-        return all;
+// A comma-separated list of numbers: core's parser names the flag itself.
+std::vector<double> numbersFlag(const CommandLine& cl, const std::string& flag) {
+    try {
+        return parseNumberList(cl.get(flag), "--" + flag);
+    } catch (const Error& e) {
+        throw UsageError(e.what());
     }
-    const auto dash = item.find('-');
-    const int a = parseIndex(item.substr(0, dash), what);
-    const int b = dash == std::string::npos ? a : parseIndex(item.substr(dash + 1), what);
-    if (a > b || b >= count) throw UsageError(what + ": '" + item + "' must lie within 0-" + std::to_string(count - 1));
-    std::vector<int> r;
-    for (int i = a; i <= b; ++i) r.push_back(i);
-    return r;
 }
 
-std::vector<int> parseLayerList(const std::string& text, int count) {   // union of comma-separated ranges
-    std::set<int> all;
-    for (const auto& item : split(text, ','))
-        for (int l : parseRange(item, count, "--layers")) all.insert(l);
-    return {all.begin(), all.end()};
-}
-
-std::vector<double> parseNumbers(const std::string& text, const std::string& what) {
-    std::vector<double> v;
-    for (const auto& item : split(text, ',')) {
-        try {
-            size_t used = 0;
-            v.push_back(std::stod(item, &used));
-            if (used != item.size()) throw std::invalid_argument(item);
-        } catch (const std::exception&) {
-            throw UsageError(what + ": '" + item + "' is not a number");
-        }
-    }
-    if (v.empty()) throw UsageError(what + ": no values");
-    return v;
-}
-
-// The plan every steering command builds from the same options (vectors file defaults first).
+// The plan every steering command builds from the same options: the command line as
+// PlanOptions (text -> numbers, through core's parsers), then core's makePlan over the prompt's
+// span (the studio builds its plans through the same function). Vector-file suggestions fill what
+// the options leave unset.
 struct PlanInputs {
     SteeringPlan plan;
     SteeringFileInfo info;
 };
 
-// The command line as PlanOptions (text -> numbers), then the core's makePlan: the studio builds
-// its plans through the same function.
 PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const VisualSpan& span) {
     PlanInputs in;
     const int layers = model.config().text.numLayers;
@@ -99,11 +65,17 @@ PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const Visu
     if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
     PlanOptions o;
     o.op = cl.get("operator", "");
-    if (cl.has("layers")) o.layers = parseLayerList(cl.get("layers"), layers);
-    if (cl.has("heads"))
-        for (const auto& h : split(cl.get("heads"), ',')) o.heads.push_back(parseIndex(h, "--heads"));
-    if (cl.has("ck")) o.ck = parseNumbers(cl.get("ck"), "--ck");
-    if (cl.has("cv")) o.cv = parseNumbers(cl.get("cv"), "--cv");
+    if (!o.op.empty()) flagValue("operator", [&] { return parseOperator(o.op); });
+    if (cl.has("layers")) o.layers = flagValue("layers", [&] { return parseLayerSet(cl.get("layers"), layers); });
+    if (cl.has("heads")) {
+        try {
+            o.heads = parseIndexList(cl.get("heads"), "--heads");
+        } catch (const Error& e) {
+            throw UsageError(e.what());
+        }
+    }
+    if (cl.has("ck")) o.ck = numbersFlag(cl, "ck");
+    if (cl.has("cv")) o.cv = numbersFlag(cl, "cv");
     o.propagate = cl.has("propagate");
     o.ablateTo = cl.get("ablate-to", "mean");
     if (o.ablateTo != "mean" && o.ablateTo != "zero") throw UsageError("--ablate-to must be mean or zero");
@@ -126,13 +98,22 @@ std::set<std::string> planOptionNames() {
 
 // --prompt in the family's template, or as is with --raw-prompt (the same meaning in every command).
 // Without --image the prompt is text only, and steering addresses its tokens.
-std::unique_ptr<Session> prefilledSession(const CommandLine& cl, std::shared_ptr<Model> model, int reserve) {
+Prompt promptFromOptions(const CommandLine& cl, const Model& model) {
     if (!cl.has("prompt")) throw UsageError("needs --prompt TEXT (and --image FILE to steer an image)");
     std::optional<ImageU8> image;
     if (cl.has("image")) image = loadImage(cl.get("image"));
-    auto session = std::make_unique<Session>(model);
-    session->prefill(buildPrompt(*model, cl.get("prompt"), cl.has("raw-prompt"), image ? &*image : nullptr), reserve);
-    return session;
+    return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), image ? &*image : nullptr);
+}
+
+// What a run had to change is said on stderr, so stdout stays the answer (or the JSON).
+void printBudgetCut(int asked, int cut, int64_t promptTokens, int64_t context) {
+    std::cerr << "note: --max-new-tokens " << asked << " is cut to " << cut << ": the prompt fills " << promptTokens << " of the model's "
+              << context << "-token context\n";
+}
+
+void printNotices(const SteeredRunStart& start) {
+    if (start.notices.budgetCut) printBudgetCut(start.notices.askedTokens, start.maxNewTokens, start.promptTokens, start.contextTokens);
+    if (start.notices.nothingPainted) std::cerr << "note: the --mask is zero everywhere: the steered answer is the unsteered one\n";
 }
 
 // The grid a region mask is read onto: the span the prompt gives this image (built, not run).
@@ -207,9 +188,10 @@ int commandExtract(int argc, char** argv) {
     if (options.rawPrompt && recipe != "text-pairs") info.promptTemplate = cl.get("prompt");   // no template: the prompt itself
     info.operatorName = cl.get("operator", info.operatorName);
     parseOperator(info.operatorName);
-    info.ck = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : std::vector<double>{1.0};
-    info.cv = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : std::vector<double>{1.0};
-    if (cl.has("layers")) info.layers = parseLayerList(cl.get("layers"), model->config().text.numLayers);
+    info.ck = cl.has("ck") ? numbersFlag(cl, "ck") : std::vector<double>{1.0};
+    info.cv = cl.has("cv") ? numbersFlag(cl, "cv") : std::vector<double>{1.0};
+    if (cl.has("layers"))
+        info.layers = flagValue("layers", [&] { return parseLayerSet(cl.get("layers"), model->config().text.numLayers); });
     saveSteeringFile(cl.get("out"), vectors, info);
     std::cerr << "wrote " << cl.get("out") << " (" << recipe << ", " << keySpaceName(vectors.keySpace) << ", "
               << (vectors.perPosition() ? "per position" : "per head") << ")\n";
@@ -221,23 +203,28 @@ int commandSteer(int argc, char** argv) {
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
     const GenerationOptions gen = generationOptions(cl, 32);
-    auto session = prefilledSession(cl, model, gen.maxNewTokens);
-    const PlanInputs in = planFromOptions(cl, *model, session->snapshot().visualSpan);
-    const SteeredCache steered = applyPlan(*session, in.plan);
+    const Prompt prompt = promptFromOptions(cl, *model);
+    const PlanInputs in = planFromOptions(cl, *model, prompt.span);
     const bool json = cl.has("json");
-    const GenerationPair pair = decodeSideBySide(*session, steered, gen, [&](const PairEvent& ev) {
+    Session session(model);
+    SteeredRunCallbacks callbacks;
+    callbacks.onStart = printNotices;
+    callbacks.onStep = [&](const PairEvent& ev) {
         if (!json && !ev.steered.text.empty()) {   // stream the steered answer as it comes
             std::fwrite(ev.steered.text.data(), 1, ev.steered.text.size(), stdout);
             std::fflush(stdout);
         }
-    });
+    };
+    const SteeredRunResult run = runSteered(session, prompt, in.plan, gen, callbacks);
+    const GenerationPair& pair = run.pair;
     if (json) {
         nlohmann::ordered_json out = {
             {"unsteered", {{"ids", pair.unsteered.ids}, {"text", pair.unsteered.text}}},
             {"steered", {{"ids", pair.steered.ids}, {"text", pair.steered.text}}},
             {"operator", operatorName(in.plan.op)},
             {"mode", in.plan.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
-            {"edit_ms", steered.editMs},
+            {"max_new_tokens", run.start.maxNewTokens},
+            {"edit_ms", run.start.steered.editMs},
             {"decode_ms", pair.decodeMs},
         };
         std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
@@ -252,33 +239,31 @@ int commandSweep(int argc, char** argv) {
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
     const GenerationOptions gen = generationOptions(cl, 32);
-    auto session = prefilledSession(cl, model, gen.maxNewTokens);
+    const Prompt prompt = promptFromOptions(cl, *model);
+    Session session(model);
+    session.prefill(prompt, gen.maxNewTokens);
     const int layerCount = model->config().text.numLayers;
     // Each comma-separated item of --layers / --ck / --cv is one setting; the sweep is their
     // product, run by the core's atlas (the studio's Atlas dock runs the same code): greedy, the
     // cells decoded --batch at a time from the one snapshot, each classified against the
     // unsteered answer (same / different / degenerate, see core/steer/Atlas.h).
-    std::vector<AtlasLayers> layerSettings;
-    for (const auto& item : cl.has("layers") ? split(cl.get("layers"), ',') : std::vector<std::string>{"all"}) {
-        try {
-            layerSettings.push_back(parseAtlasLayers(item, layerCount));
-        } catch (const Error& e) {
-            throw UsageError(std::string("--layers: ") + e.what());
-        }
-    }
+    const std::vector<LayerRange> layerSettings =
+        flagValue("layers", [&] { return parseLayerRanges(cl.get("layers", "all"), layerCount); });
     // Every setting replaces the plan's layers: its --layers items are not one plan's layer set.
-    PlanInputs base = planFromOptions(cl.without("layers"), *model, session->snapshot().visualSpan);
+    PlanInputs base = planFromOptions(cl.without("layers"), *model, prompt.span);
     // Unset, c_k and c_v keep the plan's (the vector file's suggestion, else 1): the demo file's
     // c_k 0 stays 0, as in `steer`.
-    const std::vector<double> cks = cl.has("ck") ? parseNumbers(cl.get("ck"), "--ck") : std::vector<double>{base.plan.ck.front()};
-    const std::vector<double> cvs = cl.has("cv") ? parseNumbers(cl.get("cv"), "--cv") : std::vector<double>{base.plan.cv.front()};
+    const std::vector<double> cks = cl.has("ck") ? numbersFlag(cl, "ck") : std::vector<double>{base.plan.ck.front()};
+    const std::vector<double> cvs = cl.has("cv") ? numbersFlag(cl, "cv") : std::vector<double>{base.plan.cv.front()};
     std::vector<AtlasSetting> settings;
     for (const auto& layers : layerSettings)
         for (double ck : cks)
             for (double cv : cvs) settings.push_back({layers, ck, cv});
     AtlasOptions options;
-    options.maxNewTokens = gen.maxNewTokens;
-    options.batchRows = cl.has("batch") ? parseIndex(cl.get("batch"), "--batch") : options.batchRows;
+    options.maxNewTokens = std::max(1, newTokensThatFit(model->config().text, int64_t(prompt.ids.size()), gen.maxNewTokens));
+    if (options.maxNewTokens < gen.maxNewTokens)
+        printBudgetCut(gen.maxNewTokens, options.maxNewTokens, int64_t(prompt.ids.size()), model->config().text.maxPositionEmbeddings);
+    options.batchRows = cl.getInt("batch", options.batchRows);
     if (options.batchRows < 1 || options.batchRows > 8) throw UsageError("--batch must be 1..8");
 
     const bool csv = cl.has("csv"), json = cl.has("json");
@@ -306,7 +291,7 @@ int commandSweep(int argc, char** argv) {
     int printed = 0;
     Generation unsteered;
     const AtlasResult result = runAtlas(
-        *session, base.plan, settings, options,
+        session, base.plan, settings, options,
         [&](const AtlasCell& cell) {
             if (json) return;
             waiting[cell.index] = cell;

@@ -16,7 +16,7 @@
 #include "steer/Atlas.h"
 #include "steer/Mask.h"
 #include "steer/PlanOptions.h"
-#include "steer/SideBySide.h"
+#include "steer/SteeredRun.h"
 #include "steer/SteeringPlan.h"
 
 #include <ATen/ops/empty.h>
@@ -92,11 +92,11 @@ struct AtlasTimes {
     double atlasMs = 1e300, steerMs = 1e300, decodeMs = 1e300;
 };
 
-AtlasTimes timeAtlas(const Session& session, const SteeringPlan& plan, int repeat) {
+AtlasTimes timeAtlas(Session& session, const SteeringPlan& plan, int repeat) {
     const int layers = session.model().config().text.numLayers;
-    std::vector<AtlasLayers> rows{parseAtlasLayers("all", layers)};
+    std::vector<LayerRange> rows{parseLayerRange("all", layers)};
     for (const char* t : {"early", "middle"})
-        if (layers >= 3) rows.push_back(parseAtlasLayers(t, layers));
+        if (layers >= 3) rows.push_back(parseLayerRange(t, layers));
     while (rows.size() < 3) rows.push_back(rows.front());
     const std::vector<AtlasSetting> settings = atlasGrid(plan, rows, {4, 8, 16, 32});
     AtlasOptions options;
@@ -112,7 +112,7 @@ AtlasTimes timeAtlas(const Session& session, const SteeringPlan& plan, int repea
     for (int r = 0; r < repeat; ++r) {
         t.atlasMs = std::min(t.atlasMs, ms([&] { runAtlas(session, plan, settings, options); }));
         t.steerMs = std::min(t.steerMs, ms([&] {
-            for (const AtlasSetting& s : settings) decodeSideBySide(session, applyPlan(session, planForSetting(plan, s)), gen);
+            for (const AtlasSetting& s : settings) runSteered(session, session.prompt(), planForSetting(plan, s), gen);
         }));
         t.decodeMs = std::min(t.decodeMs, ms([&] {
             session.generate(gen);
@@ -127,7 +127,7 @@ AtlasTimes timeAtlas(const Session& session, const SteeringPlan& plan, int repea
     return t;
 }
 
-void measureAtlas(const Session& session, const SteeringPlan& plan, int repeat, Row& row) {
+void measureAtlas(Session& session, const SteeringPlan& plan, int repeat, Row& row) {
     const AtlasTimes t = timeAtlas(session, plan, repeat);
     row.atlasMs = t.atlasMs;
     row.separateSteerMs = t.steerMs;
@@ -190,7 +190,7 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
         }
         double best = 0;
         for (int r = 0; r < repeat; ++r) {
-            const GenerationPair pair = decodeSideBySide(session, applyPlan(session, plan), gen);
+            const GenerationPair pair = runSteered(session, prompt, plan, gen).pair;
             best = std::max(best, 1000.0 * pair.steered.ids.size() / pair.decodeMs);
         }
         row.pairStepsS = best;

@@ -28,6 +28,17 @@ using namespace kvsteer;
 
 namespace {
 
+// A core error's remedy, as the flag to type.
+const char* remedyFlag(Remedy r) {
+    switch (r) {
+    case Remedy::RawPrompt: return "--raw-prompt places the image tag where the prompt has it (no template)";
+    case Remedy::KeepStoredDtype: return "--dtype auto keeps the checkpoint's own dtypes";
+    case Remedy::FewerNewTokens: return "a shorter --max-new-tokens shrinks the KV cache";
+    case Remedy::MatchingKeySpace: return "extract the vectors again with the matching --key-space";
+    }
+    return "";
+}
+
 // Logits of the full prompt's last token and the cache of all L prompt tokens, as a dump.
 void dumpPrefill(const Session& session, const std::string& path) {
     KVCache cache = session.snapshot().clone();
@@ -156,6 +167,7 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const Error& e) {
         std::cerr << "kvsteer: error: " << e.what() << "\n";
+        for (Remedy r : e.remedies()) std::cerr << "  try: " << remedyFlag(r) << "\n";
         return 1;
     } catch (const c10::Error& e) {
         std::cerr << "kvsteer: error: " << e.what_without_backtrace() << "\n";

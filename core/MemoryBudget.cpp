@@ -75,12 +75,14 @@ std::string formatBytes(int64_t bytes) {
     return text;
 }
 
-void requireMemory(const MemoryNeed& need, const MemoryBudget& budget, const std::string& what, const std::string& advice) {
+void requireMemory(const MemoryNeed& need, const MemoryBudget& budget, const std::string& what, const std::string& advice,
+                   const std::vector<Remedy>& remedies) {
     if (budget.bytes < 0 || need.total() <= budget.bytes) return;
     throw Error(what + " needs about " + formatBytes(need.total()) + " of memory (weights " + formatBytes(need.weights) +
                 ", KV cache " + formatBytes(need.kvCache) + " for " + std::to_string(need.contextTokens) + " tokens, activations " +
                 formatBytes(need.activations) + ") but " + formatBytes(budget.bytes) + " is available (" + budget.source + "); " +
-                advice);
+                advice,
+                remedies);
 }
 
 int64_t peakResidentBytes() { return std::max<int64_t>(0, procField("/proc/self/status", "VmHWM")); }

@@ -7,10 +7,13 @@
 // (it counts reclaimable page cache, so a checkpoint already cached counts as available), the
 // device's free memory on CUDA. KVSTEER_MEMORY_BUDGET (bytes, or with a K/M/G suffix) overrides
 // it, so the refusal can be tested on any machine and a user can keep headroom for other work.
+#include "Error.h"
+
 #include <c10/core/Device.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kvsteer {
 
@@ -33,7 +36,8 @@ MemoryBudget memoryBudget(const c10::Device& device);
 
 // Throws kvsteer::Error when `need` does not fit `budget`. `what` names the thing being loaded,
 // `advice` says which option would help.
-void requireMemory(const MemoryNeed& need, const MemoryBudget& budget, const std::string& what, const std::string& advice);
+void requireMemory(const MemoryNeed& need, const MemoryBudget& budget, const std::string& what, const std::string& advice,
+                   const std::vector<Remedy>& remedies = {});
 
 std::string formatBytes(int64_t bytes);   // "13.5 GB"
 

@@ -57,27 +57,27 @@ private slots:
     }
 
     void layerThirdsAndLogSpacing() {
-        QCOMPARE(parseAtlasLayers("early", 4).layers, std::vector<int>({0}));
-        QCOMPARE(parseAtlasLayers("middle", 4).layers, std::vector<int>({1, 2}));
-        QCOMPARE(parseAtlasLayers("late", 4).layers, std::vector<int>({3}));
-        QCOMPARE(parseAtlasLayers("late", 32).layers.front(), 21);
-        QCOMPARE(parseAtlasLayers("2-3", 4).layers, std::vector<int>({2, 3}));
-        QVERIFY(parseAtlasLayers("all", 4).layers.empty());
-        QVERIFY_THROWS_EXCEPTION(kvsteer::Error, parseAtlasLayers("4", 4));
-        QVERIFY_THROWS_EXCEPTION(kvsteer::Error, parseAtlasLayers("3-1", 4));
-        QVERIFY_THROWS_EXCEPTION(kvsteer::Error, parseAtlasLayers("first", 4));
-        QCOMPARE(defaultAtlasLayers(4).size(), size_t(4));
+        QCOMPARE(parseLayerRange("early", 4).layers, std::vector<int>({0}));
+        QCOMPARE(parseLayerRange("middle", 4).layers, std::vector<int>({1, 2}));
+        QCOMPARE(parseLayerRange("late", 4).layers, std::vector<int>({3}));
+        QCOMPARE(parseLayerRange("late", 32).layers.front(), 21);
+        QCOMPARE(parseLayerRange("2-3", 4).layers, std::vector<int>({2, 3}));
+        QVERIFY(parseLayerRange("all", 4).layers.empty());
+        QVERIFY_THROWS_EXCEPTION(kvsteer::Error, parseLayerRange("4", 4));
+        QVERIFY_THROWS_EXCEPTION(kvsteer::Error, parseLayerRange("3-1", 4));
+        QVERIFY_THROWS_EXCEPTION(kvsteer::Error, parseLayerRange("first", 4));
+        QCOMPARE(defaultLayerRanges(4).size(), size_t(4));
         QCOMPARE(logSpaced(4, 64, 5), std::vector<double>({4, 8, 16, 32, 64}));
         QCOMPARE(logSpaced(1, 100, 3), std::vector<double>({1, 10, 100}));
         QCOMPARE(logSpaced(1, 2, 3)[1], 1.41);
         // c_k 0 in the base plan: a strength is c_v only; spotlight sweeps c_k.
-        const auto grid = atlasGrid(base_, {parseAtlasLayers("all", 4)}, {8, 16});
+        const auto grid = atlasGrid(base_, {parseLayerRange("all", 4)}, {8, 16});
         QCOMPARE(grid.size(), size_t(2));
         QCOMPARE(grid[1].cv, 16.0);
         QCOMPARE(grid[1].ck, 0.0);
         SteeringPlan spot = base_;
         spot.op = SteeringOperator::Spotlight;
-        QCOMPARE(atlasGrid(spot, {parseAtlasLayers("all", 4)}, {8})[0].ck, 8.0);
+        QCOMPARE(atlasGrid(spot, {parseLayerRange("all", 4)}, {8})[0].ck, 8.0);
     }
 
     void outcomeRules() {
@@ -115,7 +115,7 @@ private slots:
         base.op = SteeringOperator(op);
         base.mode = propagate ? PlanMode::Propagate : PlanMode::EditOnly;
         // Layer ranges of different sizes in one batch: spotlight rows then carry different biases.
-        const auto settings = atlasGrid(base, {parseAtlasLayers("all", 4), parseAtlasLayers("early", 4), parseAtlasLayers("2-3", 4)},
+        const auto settings = atlasGrid(base, {parseLayerRange("all", 4), parseLayerRange("early", 4), parseLayerRange("2-3", 4)},
                                         base.op == SteeringOperator::Spotlight ? std::vector<double>{2, 8, 32} : std::vector<double>{8, 16, 32, 64});
         AtlasOptions o;
         o.maxNewTokens = 8;
@@ -145,7 +145,7 @@ private slots:
     }
 
     void demoOutcomes() {
-        const auto settings = atlasGrid(base_, {parseAtlasLayers("all", 4), parseAtlasLayers("middle", 4), parseAtlasLayers("2-3", 4)},
+        const auto settings = atlasGrid(base_, {parseLayerRange("all", 4), parseLayerRange("middle", 4), parseLayerRange("2-3", 4)},
                                         {8, 16, 32, 64});
         AtlasOptions o;
         o.maxNewTokens = 8;
@@ -180,7 +180,7 @@ private slots:
         const int layers = model->config().text.numLayers;
         const SteeringPlan base =
             makePlan(o, nullptr, SteeringFileInfo(), loadMask("tokens:2-4,last", span.gridHeight, span.gridWidth), span, layers);
-        const auto settings = atlasGrid(base, defaultAtlasLayers(layers), {-0.9, 0.5, 4, 16});
+        const auto settings = atlasGrid(base, defaultLayerRanges(layers), {-0.9, 0.5, 4, 16});
         AtlasOptions ao;
         ao.maxNewTokens = 6;
         ao.batchRows = 5;
@@ -199,7 +199,7 @@ private slots:
     }
 
     void cancelStopsBetweenCells() {
-        const auto settings = atlasGrid(base_, {parseAtlasLayers("all", 4), parseAtlasLayers("middle", 4)}, {8, 16, 32, 64});
+        const auto settings = atlasGrid(base_, {parseLayerRange("all", 4), parseLayerRange("middle", 4)}, {8, 16, 32, 64});
         AtlasOptions o;
         o.batchRows = 2;
         std::atomic<bool> cancel{false};

@@ -165,7 +165,32 @@ private slots:
         for (size_t i = 0; i < 6; ++i) QCOMPARE(one["cells"][i]["ids"], j["cells"][i]["ids"]);
         const ProcessResult bad = runCli({"sweep", "--image", KVSTEER_DEMO_IMAGE, "--prompt", "x", "--layers", "first"});
         QCOMPARE(bad.exitCode, 2);   // a usage error
-        QVERIFY2(bad.err.find("--layers: atlas layers 'first'") != std::string::npos, bad.err.c_str());
+        QVERIFY2(bad.err.find("--layers: layers 'first'") != std::string::npos, bad.err.c_str());
+    }
+
+    // steer takes the layer words sweep takes (one parser in core), refuses a non-number in a
+    // list by name, and cuts a budget the context cannot hold with a notice, as the studio does.
+    void steerSharesTheLayerWordsAndCutsTheBudget() {
+        const std::vector<std::string> common = {"steer", "--image", KVSTEER_DEMO_IMAGE, "--prompt", "What color is the circle?", "--vectors",
+                                                 KVSTEER_DEMO_VECTORS, "--mask", "rect:6,9,15,18", "--max-new-tokens", "8", "--json"};
+        auto with = [&](std::vector<std::string> extra) {
+            std::vector<std::string> args = common;
+            args.insert(args.end(), extra.begin(), extra.end());
+            return args;
+        };
+        const json early = runJson(with({"--layers", "early"}));   // 4 layers: early is layer 0
+        QCOMPARE(early["steered"]["ids"], runJson(with({"--layers", "0"}))["steered"]["ids"]);
+        QCOMPARE(runJson(with({"--layers", "early,late"}))["steered"]["ids"], runJson(with({"--layers", "0,3"}))["steered"]["ids"]);
+        QCOMPARE(runJson(with({"--layers", "all"}))["steered"]["text"].get<std::string>(), std::string("blue"));
+        const ProcessResult bad = runCli(with({"--cv", "1.5x"}));
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.find("--cv: '1.5x' is not a number") != std::string::npos, bad.err.c_str());
+        const ProcessResult cut = runCli({"steer", "--image", KVSTEER_DEMO_IMAGE, "--prompt", "What color is the circle?", "--vectors",
+                                          KVSTEER_DEMO_VECTORS, "--max-new-tokens", "100000", "--json"});
+        QCOMPARE(cut.exitCode, 0);
+        QVERIFY2(cut.err.find("--max-new-tokens 100000 is cut to 434: the prompt fills 590 of the model's 1024-token context") != std::string::npos,
+                 cut.err.c_str());
+        QCOMPARE(json::parse(cut.out)["max_new_tokens"].get<int>(), 434);
     }
 
     void paliGemmaGenerateMatchesReference() {

@@ -28,18 +28,6 @@ at::Tensor visual(const KVCache& cache, int layer, bool keys, int64_t row) {
 
 } // namespace
 
-std::string heatMetricName(HeatMetric m) {
-    switch (m) {
-    case HeatMetric::KeyNorm: return "|K|";
-    case HeatMetric::ValueNorm: return "|V|";
-    case HeatMetric::KeyDelta: return "|dK|";
-    case HeatMetric::ValueDelta: return "|dV|";
-    case HeatMetric::ValueCosine: return "cos(V, dir)";
-    case HeatMetric::Attention: return "attention";
-    }
-    return "?";
-}
-
 at::Tensor normHeatmaps(const KVCache& cache, bool keys, int head, int64_t row) {
     requireSpan(cache.visualSpan);
     std::vector<at::Tensor> maps;
@@ -100,7 +88,7 @@ at::Tensor runHeatmaps(HeatMetric metric, const KVCache& base, const KVCache& ed
     case HeatMetric::ValueCosine: return cosineHeatmaps(chosen, vectors ? *vectors : SteeringVectors(), false, head);
     case HeatMetric::Attention:
         if (attention.empty()) return at::Tensor();
-        return attentionHeatmaps(attention, base.visualSpan, kvHeads, head, steeredRow ? 1 : 0);
+        return attentionHeatmaps(attention, base.visualSpan, kvHeads, head);
     }
     return at::Tensor();
 }

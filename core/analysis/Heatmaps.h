@@ -3,6 +3,7 @@
 // Every function returns [layers, grid_h, grid_w] float32 on CPU, cell (r, c) = visual token
 // r * grid_w + c. `head` is a KV head index, or -1 for the mean over heads; attention of a KV
 // head is the mean over the query heads that share it.
+#include "analysis/HeatMetric.h"
 #include "cache/KVCache.h"
 #include "steer/SteeringVectors.h"
 
@@ -13,8 +14,6 @@
 
 namespace kvsteer {
 
-enum class HeatMetric { KeyNorm, ValueNorm, KeyDelta, ValueDelta, ValueCosine, Attention };
-std::string heatMetricName(HeatMetric m);   // "|K|", "|V|", "|dK|", "|dV|", "cos(V, dir)", "attention"
 
 // ‖K‖ or ‖V‖ at each visual position (batch row `row`).
 at::Tensor normHeatmaps(const KVCache& cache, bool keys, int head, int64_t row = 0);
@@ -31,9 +30,9 @@ at::Tensor attentionHeatmaps(const std::vector<at::Tensor>& attention, const Vis
                              int64_t row = 0);
 
 // One metric for a steered run, the way the studio shows it: `base` is the kept snapshot and
-// `edited` the steered cache; `steeredRow` picks which of the two the per-cache metrics read (and
-// which batch row of the captured `attention`, per layer [2, H, S]). `vectors` may be null (the
-// cosine is then 0). Undefined when the metric is attention and nothing was captured yet.
+// `edited` the steered cache; `steeredRow` picks which of the two the per-cache metrics read.
+// `attention` is that stream's captured attention (per layer [1, H, S]). `vectors` may be null
+// (the cosine is then 0). Undefined when the metric is attention and nothing was captured yet.
 at::Tensor runHeatmaps(HeatMetric metric, const KVCache& base, const KVCache& edited, bool steeredRow, const SteeringVectors* vectors,
                        const std::vector<at::Tensor>& attention, int64_t kvHeads, int head);
 

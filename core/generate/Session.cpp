@@ -1,8 +1,10 @@
 #include "generate/Session.h"
 
 #include "Error.h"
+#include "generate/BatchDecode.h"
 #include "models/Model.h"
 
+#include <ATen/ops/equal.h>
 #include <ATen/ops/tensor.h>
 #include <c10/core/GradMode.h>
 
@@ -69,6 +71,11 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     return true;
 }
 
+bool Session::holds(const Prompt& prompt) const {
+    if (!prefilled_ || prompt.ids != prompt_.ids || prompt.hasImage != prompt_.hasImage) return false;
+    return !prompt.hasImage || (prompt.pixels.sizes() == prompt_.pixels.sizes() && at::equal(prompt.pixels, prompt_.pixels));
+}
+
 void Session::recomputePrompt(KVCache& cache, int64_t from, const ForwardPass& pass) const {
     requirePrefilled();
     const std::vector<int64_t> held = cache.tokens();
@@ -118,24 +125,20 @@ at::Tensor Session::feed(KVCache& cache, const std::vector<int64_t>& ids, Forwar
 
 Generation Session::decode(KVCache cache, int64_t seedToken, const GenerationOptions& options, const TokenCallback& onToken,
                            const std::atomic<bool>* cancel) const {
-    TokenStream stream(options.sampling, model_->tokenizer(), model_->config().text.eosTokenIds, options.stopAtEos, seedToken);
-    const auto t0 = std::chrono::steady_clock::now();
-    ForwardPass pass;
-    pass.attentionBias = options.attentionBias;
-    pass.captureAttention = options.captureAttention;
-    for (int step = 0; step < options.maxNewTokens && !stream.done(); ++step) {
-        if (cancel && cancel->load()) {
-            stream.cancel();
-            break;
-        }
-        const at::Tensor logits = feed(cache, {stream.next()}, &pass);
-        TokenEvent ev = stream.step(step, logits);
-        if (options.captureAttention) ev.attention = &pass.attention;
-        if (onToken) onToken(ev);
-    }
-    Generation g = stream.finish();
-    g.decodeMs = msSince(t0);
-    return g;
+    DecodeRow row;   // a batch of one
+    row.seedToken = seedToken;
+    row.maxNewTokens = options.maxNewTokens;
+    row.sampling = options.sampling;
+    row.stopAtEos = options.stopAtEos;
+    row.attentionBias = options.attentionBias;
+    BatchCallbacks callbacks;
+    if (onToken)
+        callbacks.onStep = [&](const BatchStep& step) {
+            TokenEvent ev = step.tokens[0];
+            ev.attention = step.attention;
+            onToken(ev);
+        };
+    return decodeBatch(*this, std::move(cache), {row}, callbacks, cancel, options.captureAttention).rows[0];
 }
 
 int newTokensThatFit(const TextConfig& config, int64_t promptTokens, int wanted) {

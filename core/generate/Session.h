@@ -55,6 +55,9 @@ public:
     // to minutes on a CPU, and the user may change the image meanwhile).
     bool prefill(const Prompt& prompt, int64_t reserveTokens = 256, const std::function<bool()>& stopRequested = {});
     bool prefilled() const { return prefilled_; }
+    // Whether the snapshot is of exactly this prompt (the same ids and the same pixels): a new
+    // plan on it needs no prefill.
+    bool holds(const Prompt& prompt) const;
     const Prompt& prompt() const { return prompt_; }
     const KVCache& snapshot() const { return snapshot_; }
     int64_t lastPromptToken() const { return prompt_.ids.back(); }

@@ -47,7 +47,7 @@ Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const 
     p.hasImage = image != nullptr;
     const std::string tag = model.imageTag();
     if (!raw && countOccurrences(text, tag) > 0)
-        throw Error("prompt: the question contains \"" + tag + "\"; the template inserts it already (use --raw-prompt to place it yourself)");
+        throw Error("prompt: the question contains \"" + tag + "\"; the template inserts it already", {Remedy::RawPrompt});
     p.text = raw ? text : model.applyTemplate(text, p.hasImage);
     const size_t tags = countOccurrences(p.text, tag);
     if (p.hasImage && tags != 1)

@@ -3,7 +3,8 @@
 // steering engine, the heatmaps, the CLI and the studio talk to this and nothing else: the
 // decoder, the tokenizer, the prompt layout (template, image tokens, the visual span and its
 // grid), the image encoder and the prefill semantics. Each family is a folder under models/
-// that derives from it (llava/, paligemma/), registered by model_type in ModelRegistry.
+// that derives from it (llava/: LLaVA-1.5 and plain Llama; paligemma/; qwen2vl/: Qwen2-VL and
+// Qwen2/Qwen2.5 text), registered by model_type in ModelRegistry.
 // Immutable after load; share it between sessions.
 #include "io/Config.h"
 #include "io/Image.h"

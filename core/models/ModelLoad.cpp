@@ -70,15 +70,19 @@ MemoryNeed estimateMemory(const ModelConfig& c, const Checkpoint& ckpt, const We
     return need;
 }
 
-// What would make a refused model fit: keeping 16-bit weights, or a shorter generation.
-std::string memoryAdvice(const Checkpoint& ckpt, const WeightFormat& f, const MemoryNeed& need) {
+// What would make a refused model fit: keeping 16-bit weights, or a shorter generation (the
+// remedies say which; the front end names its own control for each).
+std::string memoryAdvice(const Checkpoint& ckpt, const WeightFormat& f, const MemoryNeed& need, std::vector<Remedy>* remedies) {
     std::string advice;
     if (f.storage != c10::ScalarType::Undefined) {
         const int64_t asStored = ckpt.storedBytes();
-        if (asStored < need.weights)
-            advice = "--dtype auto keeps the checkpoint's own dtypes (weights " + formatBytes(asStored) + "); ";
+        if (asStored < need.weights) {
+            advice = "keeping the checkpoint's own dtypes needs less (weights " + formatBytes(asStored) + "); ";
+            remedies->push_back(Remedy::KeepStoredDtype);
+        }
     }
-    return advice + "a shorter --max-new-tokens shrinks the KV cache (" + formatBytes(need.kvCache / std::max<int64_t>(need.contextTokens, 1)) +
+    remedies->push_back(Remedy::FewerNewTokens);
+    return advice + "fewer new tokens shrink the KV cache (" + formatBytes(need.kvCache / std::max<int64_t>(need.contextTokens, 1)) +
            " per token); or close other programs";
 }
 
@@ -114,7 +118,9 @@ Checkpoint Model::beginLoad(const std::string& directory, ModelConfig config, co
     Checkpoint ckpt = Checkpoint::open(directory);
     // Memory is checked before a byte of weights is touched: refuse rather than be OOM-killed.
     const MemoryNeed need = estimateMemory(config_, ckpt, format_, options.reserveTokens);
-    requireMemory(need, memoryBudget(format_.device), "model " + directory, memoryAdvice(ckpt, format_, need));
+    std::vector<Remedy> remedies;
+    const std::string advice = memoryAdvice(ckpt, format_, need, &remedies);
+    requireMemory(need, memoryBudget(format_.device), "model " + directory, advice, remedies);
     weightsDtype_ = dominantDtype(ckpt, format_);
     if (options.progress) {
         const int64_t total = ckpt.storedBytes();

@@ -1,14 +1,11 @@
 #include "steer/Atlas.h"
 
 #include "Error.h"
+#include "generate/BatchDecode.h"
 #include "kernels/Kernels.h"
 #include "models/Model.h"
 
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/cat.h>
-#include <ATen/ops/index_select.h>
-#include <ATen/ops/tensor.h>
-#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
@@ -26,16 +23,6 @@ double msSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int parseLayerIndex(const std::string& text, int numLayers, const std::string& item) {
-    try {
-        size_t used = 0;
-        const int v = std::stoi(text, &used);
-        if (used == text.size() && v >= 0 && v < numLayers) return v;
-    } catch (const std::exception&) {
-    }
-    throw Error("atlas layers '" + item + "': expected all, early, middle, late or A-B within 0-" + std::to_string(numLayers - 1));
-}
-
 // Words of an answer, lower-cased, punctuation stripped: what "the same word twice" compares.
 std::vector<std::string> words(const std::string& text) {
     std::vector<std::string> out;
@@ -49,12 +36,6 @@ std::vector<std::string> words(const std::string& text) {
     return out;
 }
 
-std::vector<int> range(int a, int b) {
-    std::vector<int> r;
-    for (int i = a; i <= b; ++i) r.push_back(i);
-    return r;
-}
-
 } // namespace
 
 std::string outcomeName(AtlasOutcome o) {
@@ -64,32 +45,6 @@ std::string outcomeName(AtlasOutcome o) {
     case AtlasOutcome::Degenerate: return "degenerate";
     }
     return "?";
-}
-
-AtlasLayers parseAtlasLayers(const std::string& text, int numLayers) {
-    if (numLayers < 1) throw Error("atlas: the model has no layers");
-    if (text == "all") return {"all", {}};
-    // Thirds by rounding i·n/3, so 4 layers split 0 | 1-2 | 3 and every third holds a layer
-    // once n >= 3 (below that a third may be empty: it is refused).
-    const char* names[] = {"early", "middle", "late"};
-    for (int t = 0; t < 3; ++t)
-        if (text == names[t]) {
-            const int a = int(std::lround(t * numLayers / 3.0)), b = int(std::lround((t + 1) * numLayers / 3.0)) - 1;
-            if (a > b) throw Error("atlas layers '" + text + "': the model's " + std::to_string(numLayers) + " layers have no " + text + " third");
-            return {text, range(a, b)};
-        }
-    const auto dash = text.find('-');
-    const int a = parseLayerIndex(text.substr(0, dash), numLayers, text);
-    const int b = dash == std::string::npos ? a : parseLayerIndex(text.substr(dash + 1), numLayers, text);
-    if (a > b) throw Error("atlas layers '" + text + "': the range is reversed");
-    return {text, range(a, b)};
-}
-
-std::vector<AtlasLayers> defaultAtlasLayers(int numLayers) {
-    std::vector<AtlasLayers> out{parseAtlasLayers("all", numLayers)};
-    if (numLayers >= 3)
-        for (const char* t : {"early", "middle", "late"}) out.push_back(parseAtlasLayers(t, numLayers));
-    return out;
 }
 
 std::vector<double> logSpaced(double lo, double hi, int count) {
@@ -111,10 +66,10 @@ bool atlasSetsKeys(const SteeringPlan& base) {
 
 bool atlasSetsValues(const SteeringPlan& base) { return base.op != SteeringOperator::Spotlight; }
 
-std::vector<AtlasSetting> atlasGrid(const SteeringPlan& base, const std::vector<AtlasLayers>& layers, const std::vector<double>& strengths) {
+std::vector<AtlasSetting> atlasGrid(const SteeringPlan& base, const std::vector<LayerRange>& layers, const std::vector<double>& strengths) {
     std::vector<AtlasSetting> grid;
     const double ck0 = base.ck.empty() ? 0 : base.ck.front(), cv0 = base.cv.empty() ? 0 : base.cv.front();
-    for (const AtlasLayers& l : layers)
+    for (const LayerRange& l : layers)
         for (double s : strengths) grid.push_back({l, atlasSetsKeys(base) ? s : ck0, atlasSetsValues(base) ? s : cv0});
     return grid;
 }
@@ -171,43 +126,28 @@ struct Reference {
     const std::function<void(const Generation&)>* onKnown;
 };
 
-// Decodes one batch of edited caches together (row r = cells[r], with its spotlight biases);
-// reports each row as it finishes.
-void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, KVCache batch, const std::vector<std::vector<at::Tensor>>& biases,
+// Decodes one batch of edited caches with the one decode loop (row r = cells[r], with its
+// spotlight biases, greedy) and classifies each cell as its row ends.
+void decodeCells(const Session& session, std::vector<AtlasCell>& cells, KVCache batch, const std::vector<std::vector<at::Tensor>>& biases,
                  int maxNewTokens, Reference ref, const AtlasCellCallback& onCell, const std::atomic<bool>* cancel) {
-    const Model& model = session.model();
-    const int64_t rows = int64_t(cells.size());
-
-    // Per-row spotlight bias: rows without one (another layer range) get zeros in that layer.
-    ForwardPass pass;
-    for (const auto& b : biases) pass.attentionBias.resize(std::max(pass.attentionBias.size(), b.size()));
-    for (size_t l = 0; l < pass.attentionBias.size(); ++l) {
-        at::Tensor like;
-        for (const auto& b : biases)
-            if (l < b.size() && b[l].defined()) like = b[l];
-        if (!like.defined()) continue;
-        std::vector<at::Tensor> perRow;
-        for (const auto& b : biases) perRow.push_back(l < b.size() && b[l].defined() ? b[l] : at::zeros_like(like));
-        pass.attentionBias[l] = at::cat(perRow, 0);
+    std::vector<DecodeRow> rows(cells.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+        rows[r].seedToken = session.lastPromptToken();
+        rows[r].maxNewTokens = maxNewTokens;
+        rows[r].attentionBias = biases[r];
     }
-
-    std::vector<TokenStream> streams;
-    streams.reserve(size_t(rows));
-    for (int64_t r = 0; r < rows; ++r)
-        streams.emplace_back(SamplingParams(), model.tokenizer(), model.config().text.eosTokenIds, true, session.lastPromptToken());
-    std::vector<bool> reported(size_t(rows), false);
     std::vector<int64_t> waiting;   // cells that ended before the unsteered answer
     auto classify = [&](AtlasCell& cell) {
         cell.degeneration = degenerationSignals(cell.generation);
         cell.outcome = classifyCell(cell.generation, *ref.answer);
         if (onCell) onCell(cell);
     };
-    auto report = [&](int64_t r) {
+    BatchCallbacks callbacks;
+    callbacks.onRowDone = [&](int64_t r, const Generation& g) {
         AtlasCell& cell = cells[size_t(r)];
-        cell.generation = streams[size_t(r)].finish();
-        reported[size_t(r)] = true;
+        cell.generation = g;
         if (cell.index < 0) {   // the unsteered row: now the waiting cells can be classified
-            *ref.answer = cell.generation;
+            *ref.answer = g;
             ref.known = true;
             if (*ref.onKnown) (*ref.onKnown)(*ref.answer);
             for (int64_t w : waiting) classify(cells[size_t(w)]);
@@ -218,48 +158,7 @@ void decodeBatch(const Session& session, std::vector<AtlasCell>& cells, KVCache 
             waiting.push_back(r);
         }
     };
-    // Batch row i decodes cell active[i]. Once half the rows (at least one) have finished, the
-    // finished ones are dropped from the batch: a short answer ("blue") does not keep paying for
-    // the longest one's steps. Each row's numbers do not depend on the others, so the ids stay
-    // those of a separate decode (test_atlas).
-    std::vector<int64_t> active(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) active[size_t(r)] = r;
-    for (int step = 0; step < maxNewTokens && !active.empty(); ++step) {
-        if (cancel && cancel->load()) {
-            for (int64_t r = 0; r < rows; ++r) streams[size_t(r)].cancel();
-            break;
-        }
-        std::vector<int64_t> next;
-        for (int64_t r : active) next.push_back(streams[size_t(r)].next());   // a finished row is fed its last token, ignored
-        const int64_t n = int64_t(active.size());
-        at::Tensor logits = session.forwardIds(batch, at::tensor(next, at::TensorOptions().dtype(at::kLong)).view({n, 1}), &pass);
-        std::vector<int64_t> keep, still;
-        for (int64_t i = 0; i < n; ++i) {
-            const int64_t r = active[size_t(i)];
-            if (reported[size_t(r)]) continue;
-            streams[size_t(r)].step(step, logits.select(0, i));
-            if (streams[size_t(r)].done()) report(r);
-            else {
-                keep.push_back(i);
-                still.push_back(r);
-            }
-        }
-        const int64_t finished = n - int64_t(keep.size());
-        if (!keep.empty() && finished > 0 && 2 * finished >= n) {
-            batch.keepRows(keep);
-            const at::Tensor index = at::tensor(keep, at::TensorOptions().dtype(at::kLong));
-            for (at::Tensor& b : pass.attentionBias)
-                if (b.defined()) b = b.index_select(0, index.to(b.device()));
-            active = still;
-        } else if (keep.empty()) {
-            active.clear();
-        }
-    }
-    if (cancel && cancel->load()) return;   // unfinished rows are not reported
-    for (int64_t r = 0; r < rows; ++r)   // ran to the budget: the unsteered row first
-        if (!reported[size_t(r)] && cells[size_t(r)].index < 0) report(r);
-    for (int64_t r = 0; r < rows; ++r)
-        if (!reported[size_t(r)]) report(r);
+    decodeBatch(session, std::move(batch), rows, callbacks, cancel);
 }
 
 // Setting indices ordered by strength (the larger of |c_k| and |c_v|), the grid's order among
@@ -291,6 +190,11 @@ AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std
         if (onUnsteered) onUnsteered(result.unsteered);
     }
 
+    // Batches: the cells all start from the pristine snapshot, so up to `batchRows` copies of it
+    // are stacked into one batch (KVCache::stackRows) and each cell's plan is applied straight
+    // into its row (applyPlanTo on KVCache::rowView; propagate recomputes the row's text suffix),
+    // with no copy of its own. batchRows is at most kernels::kSkinnyMaxRows, the rows the skinny
+    // decode kernel reads each weight once for.
     // The unsteered answer is the first batch's first row (cell index -1, the pristine snapshot),
     // then the settings from the weakest to the strongest, in batches of near-equal size (12
     // cells at 8 rows: 7 + 6 with the unsteered row). Weak settings tend to end as soon as the
@@ -333,7 +237,7 @@ AtlasResult runAtlas(const Session& session, const SteeringPlan& base, const std
             result.cells.push_back(c);
             if (onCell) onCell(c);
         };
-        decodeBatch(session, cells, std::move(batch), biases, options.maxNewTokens, ref, keep, cancel);
+        decodeCells(session, cells, std::move(batch), biases, options.maxNewTokens, ref, keep, cancel);
         ref.known = ref.known || b == 0;
     }
     result.cancelled = cancelled();

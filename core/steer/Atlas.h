@@ -4,16 +4,6 @@
 // against the unsteered answer. `kvsteer sweep` and the studio's atlas both call runAtlas, so the
 // CLI table and the studio picture come from the same code and agree.
 //
-// Batching: the cells all start from the pristine snapshot, so up to `batchRows` copies of it are
-// stacked into one batch (KVCache::stackRows) and each cell's plan is applied straight into its
-// row (applyPlanTo on KVCache::rowView; propagate recomputes the row's text suffix). The batch is
-// decoded together, one forward pass per step, each row with its own attention bias (spotlight)
-// and its own TokenStream — the way the side-by-side pair is batched. Cells go into batches from
-// the weakest setting to the strongest, so short answers share a batch. Rows that finish early
-// keep being fed their last token and their outputs are ignored, so a row's ids equal a separate
-// applyPlan + Session::decode bit for bit (test_atlas checks it). batchRows is at most
-// kernels::kSkinnyMaxRows, the rows the skinny decode kernel reads each weight once for.
-//
 // Outcome classes (classifyCell), against the unsteered greedy answer U of the same budget:
 //   same        the cell's ids equal U's
 //   degenerate  the answer lost its form — any of these signals that U itself does not show:
@@ -22,7 +12,11 @@
 //                 repetition  ≥ 4 tokens of which half or more repeat an earlier one
 //                 empty       the answer is empty (EOS first) while U is not
 //   different   otherwise: another answer in a sound form ("blue" for "red")
+//
+// Every cell's ids equal a separate applyPlan + Session::decode of its plan bit for bit
+// (test_atlas): the cells are only batched rows of the one decode loop (generate/BatchDecode).
 #include "generate/Session.h"
+#include "steer/LayerRange.h"
 #include "steer/SteeringPlan.h"
 
 #include <atomic>
@@ -35,24 +29,13 @@ namespace kvsteer {
 enum class AtlasOutcome { Same, Different, Degenerate };
 std::string outcomeName(AtlasOutcome o);   // same | different | degenerate
 
-// A layer range of the atlas: a label for people ("all", "early", "0-1") and its layers.
-struct AtlasLayers {
-    std::string label;
-    std::vector<int> layers;   // empty = every layer
-};
-
-// "all", "early", "middle", "late" (thirds by rounding i·n/3), or "A-B" / "A"; throws
-// kvsteer::Error for anything else or a layer outside 0..numLayers-1.
-AtlasLayers parseAtlasLayers(const std::string& text, int numLayers);
-// The default rows: all, early, middle, late.
-std::vector<AtlasLayers> defaultAtlasLayers(int numLayers);
 // `count` log-spaced strengths from `lo` to `hi` (both > 0), rounded to 3 significant digits.
 std::vector<double> logSpaced(double lo, double hi, int count);
 
 // One setting: a layer range and the coefficients. Strength values set c_v, and c_k too when the
 // operator edits keys (see atlasSetsKeys); the other coefficient keeps the base plan's value.
 struct AtlasSetting {
-    AtlasLayers layers;
+    LayerRange layers;
     double ck = 0, cv = 0;
 };
 
@@ -63,7 +46,7 @@ bool atlasSetsKeys(const SteeringPlan& base);
 bool atlasSetsValues(const SteeringPlan& base);   // false for spotlight (it uses only c_k)
 
 // The grid in row-major order: one row per layer range, one column per strength.
-std::vector<AtlasSetting> atlasGrid(const SteeringPlan& base, const std::vector<AtlasLayers>& layers, const std::vector<double>& strengths);
+std::vector<AtlasSetting> atlasGrid(const SteeringPlan& base, const std::vector<LayerRange>& layers, const std::vector<double>& strengths);
 
 struct DegenerationSignals {
     double repetition = 0;    // fraction of tokens that repeat an earlier one

@@ -66,7 +66,7 @@ SteeringVectors extractImagePair(std::shared_ptr<const Model> model, const std::
                                  const ImageU8& imageB, const ExtractOptions& options) {
     c10::NoGradGuard noGrad;
     requireVision(*model);
-    if (options.perPosition && options.pca) throw Error("recipe image-pair: --pca and --per-position exclude each other");
+    if (options.perPosition && options.pca) throw Error("recipe image-pair: a PCA direction and per-position vectors exclude each other");
     auto a = prefilled(model, question, &imageA, options.rawPrompt);
     auto b = prefilled(model, question, &imageB, options.rawPrompt);
     const VisualSpan& sa = a->snapshot().visualSpan, &sb = b->snapshot().visualSpan;
@@ -134,7 +134,7 @@ std::vector<TextPair> loadTextPairs(const std::string& path) {
 
 SteeringVectors extractTextPairs(std::shared_ptr<const Model> model, const std::vector<TextPair>& pairs, const ExtractOptions& options) {
     c10::NoGradGuard noGrad;
-    if (options.perPosition) throw Error("recipe text-pairs: --per-position needs an image");
+    if (options.perPosition) throw Error("recipe text-pairs: per-position vectors need an image");
     if (pairs.empty()) throw Error("recipe text-pairs: no pairs");
     const int layers = model->config().text.numLayers;
     // K/V of the last token of a prompt, per layer: [H, D] each (keys optionally pre-RoPE).

@@ -1,7 +1,7 @@
 #pragma once
-// Side-by-side decoding: the unsteered and the steered stream as ONE batch of two rows (the
-// pristine snapshot and the edited cache), one forward pass per step, each row with its own
-// sampler and detokenizer. Both start from the same snapshot, so every difference is the edit's.
+// Side-by-side decoding: the unsteered and the steered stream as a batch of two rows of the one
+// decode loop (generate/BatchDecode): row 0 the pristine snapshot, row 1 the edited cache with the
+// plan's spotlight bias. Both start from the same snapshot, so every difference is the edit's.
 #include "generate/Session.h"
 #include "steer/SteeringPlan.h"
 
@@ -13,7 +13,10 @@ namespace kvsteer {
 struct PairEvent {
     int step = 0;
     TokenEvent unsteered, steered;   // a finished stream reports id -1 and no text
-    const std::vector<at::Tensor>* attention = nullptr;   // per layer [2, H, S] (row 0 unsteered), when captured
+    // When captured: per layer [rows.size(), H, S]; batch position i is stream rows[i] (0
+    // unsteered, 1 steered). A stream that has ended leaves the batch.
+    const std::vector<at::Tensor>* attention = nullptr;
+    const std::vector<int64_t>* rows = nullptr;
 };
 using PairCallback = std::function<void(const PairEvent&)>;
 

@@ -20,12 +20,6 @@ namespace kvsteer {
 
 namespace {
 
-const std::vector<std::pair<SteeringOperator, const char*>> kOperatorNames = {
-    {SteeringOperator::Add, "add"},         {SteeringOperator::NormPreserving, "norm"},
-    {SteeringOperator::PreRope, "prerope"}, {SteeringOperator::Scale, "scale"},
-    {SteeringOperator::Spotlight, "spotlight"}, {SteeringOperator::Ablate, "ablate"},
-};
-
 double coefficient(const std::vector<double>& c, int layer) {
     if (c.empty()) return 0.0;
     if (c.size() == 1) return c[0];
@@ -58,7 +52,8 @@ void validate(const Session& session, const SteeringPlan& plan) {
     const bool wantPre = plan.op == SteeringOperator::PreRope;
     if ((plan.vectors.keySpace == KeySpace::PreRope) != wantPre)
         throw Error("steering plan: operator '" + operatorName(plan.op) + "' needs " + (wantPre ? "pre-rope" : "post-rope") +
-                    " key vectors, these are " + keySpaceName(plan.vectors.keySpace) + " (extract with the matching --key-space)");
+                    " key vectors, these are " + keySpaceName(plan.vectors.keySpace),
+                    {Remedy::MatchingKeySpace});
     if (plan.vectors.perPosition())
         for (int l = 0; l < c.text.numLayers; ++l)
             for (const at::Tensor* t : {&plan.vectors.keys[l], &plan.vectors.values[l]})
@@ -131,22 +126,6 @@ void editLayer(const at::Tensor& cached, const VisualSpan& span, const std::vect
 }
 
 } // namespace
-
-std::string operatorName(SteeringOperator op) {
-    for (const auto& [o, n] : kOperatorNames)
-        if (o == op) return n;
-    return "?";
-}
-
-SteeringOperator parseOperator(const std::string& name) {
-    for (const auto& [o, n] : kOperatorNames)
-        if (name == n) return o;
-    throw Error("operator '" + name + "' is not known (expected add, norm, prerope, scale, spotlight or ablate)");
-}
-
-bool operatorNeedsVectors(SteeringOperator op) {
-    return op == SteeringOperator::Add || op == SteeringOperator::NormPreserving || op == SteeringOperator::PreRope;
-}
 
 double SteeringPlan::ckFor(int layer) const { return coefficient(ck, layer); }
 double SteeringPlan::cvFor(int layer) const { return coefficient(cv, layer); }

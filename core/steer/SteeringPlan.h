@@ -19,6 +19,7 @@
 // first answer token is steered in every family. On a token strip, propagate recomputes every
 // token after the last edited one.
 #include "cache/KVCache.h"
+#include "steer/SteeringOperator.h"
 #include "steer/SteeringVectors.h"
 
 #include <ATen/core/Tensor.h>
@@ -30,11 +31,6 @@
 namespace kvsteer {
 
 class Session;
-
-enum class SteeringOperator { Add, NormPreserving, PreRope, Scale, Spotlight, Ablate };
-std::string operatorName(SteeringOperator op);   // add | norm | prerope | scale | spotlight | ablate
-SteeringOperator parseOperator(const std::string& name);
-bool operatorNeedsVectors(SteeringOperator op);
 
 enum class PlanMode { EditOnly, Propagate };
 enum class AblateTarget { Mean, Zero };

@@ -3,6 +3,7 @@
 // knows about tensors: token ids, strings, floats in QVectors, QImages. Every struct is a
 // registered metatype so it can travel through queued signals.
 #include "StrengthGrid.h"
+#include "analysis/HeatMetric.h"
 
 #include <QByteArray>
 #include <QImage>
@@ -63,7 +64,10 @@ struct ImageInfo {
 
 // ---- steering plan -----------------------------------------------------------------------
 
-// Operators by their core names: add | norm | prerope | scale | spotlight | ablate.
+// The steering panel's choices in Qt types. Three names, three stages: the worker turns these into
+// the core's PlanOptions (what a person chose, the CLI's flags too: CoreConversions), and the
+// core's makePlan turns those into a SteeringPlan (what is applied). Operators by their core names
+// (kvsteer::kSteeringOperators).
 struct PlanSettings {
     QString op = QStringLiteral("add");
     bool propagate = false;                        // edit-only (false) or propagate
@@ -80,10 +84,6 @@ struct PlanSettings {
     }
     bool operator!=(const PlanSettings& o) const { return !(*this == o); }
 };
-
-inline bool operatorNeedsVectorsName(const QString& op) {
-    return op == QLatin1String("add") || op == QLatin1String("norm") || op == QLatin1String("prerope");
-}
 
 // ---- generation --------------------------------------------------------------------------
 
@@ -104,9 +104,9 @@ struct GenerationSettings {
 
 // ---- heatmaps ----------------------------------------------------------------------------
 
-// Same order as kvsteer::HeatMetric.
-enum class Metric { KeyNorm = 0, ValueNorm, KeyDelta, ValueDelta, ValueCosine, Attention };
-constexpr int kMetricCount = 6;
+// The core's metrics (core/analysis/HeatMetric.h): one enum for both.
+using Metric = kvsteer::HeatMetric;
+constexpr int kMetricCount = kvsteer::kHeatMetricCount;
 QString metricTitle(Metric m);        // "‖K‖", "‖V‖", "‖ΔK‖", ...
 QString metricDescription(Metric m);  // one sentence for tooltips
 

@@ -1,6 +1,7 @@
 #include "SteeringPanel.h"
 
 #include "Icons.h"
+#include "steer/SteeringOperator.h"
 
 #include <QButtonGroup>
 #include <QCheckBox>
@@ -25,26 +26,35 @@ namespace kvsteer::ui {
 
 namespace {
 
+// What the panel says of each core operator (core/steer/SteeringOperator.h names them).
 struct OperatorDoc {
-    const char* name;
     const char* title;
     const char* help;
 };
 
-const OperatorDoc kOperators[] = {
-    {"add", QT_TRANSLATE_NOOP("SteeringPanel", "Add"),
-     QT_TRANSLATE_NOOP("SteeringPanel", "K += s·c_k·ΔK and V += s·c_v·ΔV at every painted patch.")},
-    {"norm", QT_TRANSLATE_NOOP("SteeringPanel", "Norm-preserving"),
-     QT_TRANSLATE_NOOP("SteeringPanel", "Moves K and V toward the direction, keeping their norms.")},
-    {"prerope", QT_TRANSLATE_NOOP("SteeringPanel", "Pre-RoPE keys"),
-     QT_TRANSLATE_NOOP("SteeringPanel", "Rotates ΔK to each patch's RoPE angle before adding; needs pre-RoPE vectors.")},
-    {"scale", QT_TRANSLATE_NOOP("SteeringPanel", "Scale"),
-     QT_TRANSLATE_NOOP("SteeringPanel", "V ×= 1 + s·c_v and K ×= 1 + s·c_k. Needs no vectors.")},
-    {"spotlight", QT_TRANSLATE_NOOP("SteeringPanel", "Spotlight"),
-     QT_TRANSLATE_NOOP("SteeringPanel", "Adds s·c_k to the attention logits of painted patches while decoding. Needs no vectors.")},
-    {"ablate", QT_TRANSLATE_NOOP("SteeringPanel", "Ablate"),
-     QT_TRANSLATE_NOOP("SteeringPanel", "Pulls K/V of painted patches toward the image mean (or zero). Needs no vectors.")},
-};
+OperatorDoc operatorDoc(SteeringOperator op) {
+    switch (op) {
+    case SteeringOperator::Add:
+        return {QT_TRANSLATE_NOOP("SteeringPanel", "Add"),
+                QT_TRANSLATE_NOOP("SteeringPanel", "K += s·c_k·ΔK and V += s·c_v·ΔV at every painted patch.")};
+    case SteeringOperator::NormPreserving:
+        return {QT_TRANSLATE_NOOP("SteeringPanel", "Norm-preserving"),
+                QT_TRANSLATE_NOOP("SteeringPanel", "Moves K and V toward the direction, keeping their norms.")};
+    case SteeringOperator::PreRope:
+        return {QT_TRANSLATE_NOOP("SteeringPanel", "Pre-RoPE keys"),
+                QT_TRANSLATE_NOOP("SteeringPanel", "Rotates ΔK to each patch's RoPE angle before adding; needs pre-RoPE vectors.")};
+    case SteeringOperator::Scale:
+        return {QT_TRANSLATE_NOOP("SteeringPanel", "Scale"),
+                QT_TRANSLATE_NOOP("SteeringPanel", "V ×= 1 + s·c_v and K ×= 1 + s·c_k. Needs no vectors.")};
+    case SteeringOperator::Spotlight:
+        return {QT_TRANSLATE_NOOP("SteeringPanel", "Spotlight"),
+                QT_TRANSLATE_NOOP("SteeringPanel", "Adds s·c_k to the attention logits of painted patches while decoding. Needs no vectors.")};
+    case SteeringOperator::Ablate:
+        return {QT_TRANSLATE_NOOP("SteeringPanel", "Ablate"),
+                QT_TRANSLATE_NOOP("SteeringPanel", "Pulls K/V of painted patches toward the image mean (or zero). Needs no vectors.")};
+    }
+    return {"", ""};
+}
 
 QLabel* hint(const QString& text, QWidget* parent) {
     auto* l = new QLabel(text, parent);
@@ -330,9 +340,9 @@ QWidget* SteeringPanel::buildPlanGroup() {
     form->setLabelAlignment(Qt::AlignRight | Qt::AlignVCenter);
 
     op_ = new QComboBox(box);
-    for (const OperatorDoc& d : kOperators) {
-        op_->addItem(tr(d.title), QString::fromLatin1(d.name));
-        op_->setItemData(op_->count() - 1, tr(d.help), Qt::ToolTipRole);
+    for (const auto& [op, name] : kSteeringOperators) {
+        op_->addItem(tr(operatorDoc(op).title), QString::fromLatin1(name));
+        op_->setItemData(op_->count() - 1, tr(operatorDoc(op).help), Qt::ToolTipRole);
     }
     form->addRow(tr("Operator"), op_);
     opHelp_ = hint(QString(), box);
@@ -434,8 +444,8 @@ QWidget* SteeringPanel::buildPlanGroup() {
 
 void SteeringPanel::updateOperatorUi() {
     const QString op = op_->currentData().toString();
-    for (const OperatorDoc& d : kOperators)
-        if (op == QLatin1String(d.name)) opHelp_->setText(tr(d.help));
+    for (const auto& [o, name] : kSteeringOperators)
+        if (op == QLatin1String(name)) opHelp_->setText(tr(operatorDoc(o).help));
     const bool ablate = op == QLatin1String("ablate");
     ablateTarget_->setVisible(ablate);
     ablateLabel_->setVisible(ablate);

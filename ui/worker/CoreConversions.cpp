@@ -18,6 +18,23 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 }
 
 // Readable text for anything the core or libtorch can throw while doing `what`.
+namespace {
+
+// A core error's remedy, as the studio control to use.
+QString remedyText(kvsteer::Remedy r) {
+    switch (r) {
+    case kvsteer::Remedy::RawPrompt: return QStringLiteral("Remove the image tag from the prompt: the template places the image itself.");
+    case kvsteer::Remedy::KeepStoredDtype:
+        return QStringLiteral("Choose Weights “as stored in the checkpoint” in Edit → Preferences to keep its own 16-bit dtypes.");
+    case kvsteer::Remedy::FewerNewTokens: return QStringLiteral("Lower “Max tokens” to shrink the KV cache.");
+    case kvsteer::Remedy::MatchingKeySpace:
+        return QStringLiteral("Compute or import vectors in the key space this operator needs (Steering panel).");
+    }
+    return QString();
+}
+
+} // namespace
+
 QString describeFailure(const QString& what, const std::exception_ptr& error) {
     const QString oom = QStringLiteral(
         "Out of memory while %1.\n\nClose other programs, load the model with a 16-bit dtype "
@@ -26,7 +43,9 @@ QString describeFailure(const QString& what, const std::exception_ptr& error) {
     try {
         std::rethrow_exception(error);
     } catch (const kvsteer::Error& e) {
-        return qs(e.what());
+        QString text = qs(e.what());
+        for (kvsteer::Remedy r : e.remedies()) text += QStringLiteral("\n\n") + remedyText(r);
+        return text;
     } catch (const std::bad_alloc&) {
         return oom;
     } catch (const c10::Error& e) {
@@ -98,6 +117,31 @@ std::vector<int> layerRange(const PlanSettings& p, int layers) {
     std::vector<int> r;
     for (int l = from; l <= to; ++l) r.push_back(l);
     return r;
+}
+
+PlanOptions planOptions(const PlanSettings& p, int layers) {
+    PlanOptions o;
+    o.op = ss(p.op);
+    o.ck = {p.ck};
+    o.cv = {p.cv};
+    o.layers = layerRange(p, layers);
+    o.heads.assign(p.heads.begin(), p.heads.end());
+    o.propagate = p.propagate;
+    o.ablateTo = ss(p.ablateTarget);
+    return o;
+}
+
+GenerationOptions generationOptions(const GenerationSettings& s) {
+    GenerationOptions g;
+    g.maxNewTokens = s.maxNewTokens;
+    g.stopAtEos = s.stopAtEos;
+    if (s.sample) {
+        g.sampling.temperature = s.temperature;
+        g.sampling.topP = s.topP;
+        g.sampling.topK = s.topK;
+    }
+    g.sampling.seed = s.seed;
+    return g;
 }
 
 

@@ -3,8 +3,10 @@
 // readable token pieces, a decoded token with its top-5, the vector file's summary, and a failure
 // as a sentence for a dialog. Worker-internal: like every file in ui/worker/, it includes the core
 // (and ATen) before any Qt header, because Qt's `slots` keyword breaks ATen headers after it.
+#include "generate/Session.h"
 #include "generate/TokenStream.h"
 #include "io/Image.h"
+#include "steer/PlanOptions.h"
 #include "steer/SteeringVectors.h"
 #include "text/Tokenizer.h"
 
@@ -38,6 +40,8 @@ QString readablePiece(const kvsteer::Tokenizer& tok, int64_t id);
 // The first n of a prompt's tokens as a person reads them: the token strip's chips.
 QStringList stripPieces(const kvsteer::Tokenizer& tok, const std::vector<int64_t>& ids, int64_t n);
 std::vector<int> layerRange(const PlanSettings& p, int layers);   // the panel's range, clamped to the model
+kvsteer::PlanOptions planOptions(const PlanSettings& p, int layers);   // the panel's choices, as the CLI gives them
+kvsteer::GenerationOptions generationOptions(const GenerationSettings& s);
 StreamToken streamToken(const kvsteer::TokenEvent& ev, const kvsteer::Tokenizer& tok);   // with its top-5
 VectorsInfo describeVectors(const kvsteer::SteeringVectors& v, const kvsteer::SteeringFileInfo& info);
 

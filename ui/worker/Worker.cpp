@@ -7,7 +7,7 @@
 #include "analysis/Heatmaps.h"
 #include "models/Prompt.h"
 #include "generate/Session.h"
-#include "steer/SideBySide.h"
+#include "steer/SteeredRun.h"
 #include "steer/Mask.h"
 #include "steer/PlanOptions.h"
 #include "steer/Recipes.h"
@@ -54,6 +54,42 @@ ImageLayout defaultLayout(const Model& model, PreprocessedImage* pre) {
     const int side = model.config().vision.imageSize;
     *pre = model.preprocessImage(ImageU8(side, side));
     return model.imageLayout(*pre);
+}
+
+// What the studio is told before the first token: the applied map and layers, the timings, and
+// what the person should know, worded with the studio's menus.
+RunStarted describeStart(quint64 runId, const SteeredRunStart& start, const SteeringPlan& plan) {
+    RunStarted r;
+    r.runId = runId;
+    r.prefilled = start.prefilled;
+    r.prefillMs = start.prefillMs;
+    r.promptTokens = int(start.promptTokens);
+    r.editMs = start.steered.editMs;
+    r.appliedStrength = gridFromTensor(plan.strength);
+    r.appliedLayers = QVector<int>(plan.layers.begin(), plan.layers.end());
+    QStringList notes;
+    if (start.notices.noVectors)
+        notes << Worker::tr("No steering vectors yet: compute or import them in the Steering panel. "
+                            "Until then both streams are the unsteered model.");
+    else if (start.notices.nothingPainted)
+        notes << (start.steered.cache.visualSpan.isTokenStrip()
+                      ? Worker::tr("Nothing is painted: paint the prompt's tokens (or Paint → Last Token) to choose where to steer.")
+                      : Worker::tr("Nothing is painted: paint over the image to choose where to steer."));
+    if (start.notices.budgetCut)
+        notes << Worker::tr("Max tokens is limited to %1 here: the prompt fills %2 of the model's %3-token context.")
+                     .arg(start.maxNewTokens)
+                     .arg(start.promptTokens)
+                     .arg(start.contextTokens);
+    notes.removeAll(QString());
+    r.note = notes.join(QLatin1Char(' '));
+    return r;
+}
+
+void setMaps(HeatmapData& h, const at::Tensor& maps) {
+    h.layers = int(maps.size(0));
+    h.rows = int(maps.size(1));
+    h.cols = int(maps.size(2));
+    h.values = toVector(maps);
 }
 
 } // namespace
@@ -120,7 +156,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         d->model = model;
         d->session.reset();
         d->steered.reset();
-        d->attention.clear();
+        d->clearAttention();
         d->vectors.reset();
         d->vectorsInfo = VectorsInfo();
         if (hadVectors) Q_EMIT vectorsCleared();   // a vector file belongs to one model
@@ -195,8 +231,9 @@ void Worker::setImage(quint64 id, const QByteArray& bytes, const QString& name) 
         d->image = std::move(img);
         d->imageId = id;
         d->imageName = name;
+        d->session.reset();   // the last image's snapshot is not needed again: free it now
         d->steered.reset();
-        d->attention.clear();
+        d->clearAttention();
         Q_EMIT imageReady(describeImage(id, name, d->image, pre, d->model.get()));
     } catch (...) {
         Q_EMIT imageFailed(id, name, describeFailure(tr("reading the image"), std::current_exception()));
@@ -248,148 +285,92 @@ void Worker::run(const RunRequest& req) {
         Q_EMIT runFinished(f);
     };
     try {
-        c10::NoGradGuard noGrad;
         const Model& model = *d->model;
-        RunStarted started;
-        started.runId = req.id;
-
-        // Prefill once per (model, image, prompt).
-        if (!d->session || d->prefillImageId != d->imageId || d->prefillPrompt != req.prompt) {
-            d->session.reset();
-            d->steered.reset();
-            Prompt prompt = buildPrompt(model, ss(req.prompt), false, model.hasVision() ? &d->image : nullptr);
-            Q_EMIT progress(tr("Prefilling %1 prompt tokens…").arg(prompt.ids.size()), 0, 0);
-            const auto t0 = std::chrono::steady_clock::now();
-            auto session = std::make_unique<Session>(d->model);
-            // Stop asks between layers: a superseded run (a new image, prompt or stroke, or Stop)
-            // gives the thread back within one layer instead of after the whole prompt.
-            if (!session->prefill(prompt, std::max(64, req.generation.maxNewTokens + 8), superseded)) {
-                finishCancelled();
-                return;
-            }
-            started.prefillMs = msSince(t0);
-            started.prefilled = true;
-            d->session = std::move(session);
-            d->prefillImageId = d->imageId;
-            d->prefillPrompt = req.prompt;
-        }
-        const Session& session = *d->session;
-        started.promptTokens = int(session.prompt().ids.size());
-        const VisualSpan span = session.snapshot().visualSpan;
-        if (superseded()) {
-            finishCancelled();
-            return;
-        }
-
+        const Prompt prompt = buildPrompt(model, ss(req.prompt), false, model.hasVision() ? &d->image : nullptr);
         // The plan: exactly the painted map, the panel's settings, the held vectors. The panel
         // sets every choice, so no vector-file suggestion fills in (they were offered in the panel
         // when the file was imported): the file info passed is empty.
-        PlanOptions options;
-        options.op = ss(req.plan.op);
-        options.ck = {req.plan.ck};
-        options.cv = {req.plan.cv};
-        options.layers = layerRange(req.plan, model.config().text.numLayers);
-        options.heads.assign(req.plan.heads.begin(), req.plan.heads.end());
-        options.propagate = req.plan.propagate;
-        options.ablateTo = ss(req.plan.ablateTarget);
-        const bool needsVectors = operatorNeedsVectors(parseOperator(options.op));
-        const SteeringVectors* vectors = needsVectors && d->vectors ? &*d->vectors : nullptr;
-        const SteeringPlan plan = makePlan(options, vectors, SteeringFileInfo(), gridTensor(req.strength), span, model.config().text.numLayers);
-
-        const auto t1 = std::chrono::steady_clock::now();
-        if (needsVectors && !d->vectors) {
-            SteeredCache none;
-            none.cache = session.snapshot().clone();
-            d->steered = std::move(none);
-            started.note = tr("No steering vectors yet: compute or import them in the Steering panel. "
-                              "Until then both streams are the unsteered model.");
-        } else if (req.strength.isZero() && plan.op != SteeringOperator::Spotlight) {
-            d->steered = applyPlan(session, plan);
-            started.note = span.isTokenStrip() ? tr("Nothing is painted: paint the prompt's tokens (or Paint → Last Token) to choose where to steer.")
-                                               : tr("Nothing is painted: paint over the image to choose where to steer.");
-        } else {
-            d->steered = applyPlan(session, plan);
+        const PlanOptions options = planOptions(req.plan, model.config().text.numLayers);
+        const SteeringVectors* vectors = operatorNeedsVectors(parseOperator(options.op)) && d->vectors ? &*d->vectors : nullptr;
+        const SteeringPlan plan =
+            makePlan(options, vectors, SteeringFileInfo(), gridTensor(req.strength), prompt.span, model.config().text.numLayers);
+        if (!d->session) d->session = std::make_unique<Session>(d->model);
+        if (!d->session->holds(prompt)) {
+            d->steered.reset();
+            Q_EMIT progress(tr("Prefilling %1 prompt tokens…").arg(prompt.ids.size()), 0, 0);
         }
-        started.editMs = msSince(t1);
-        started.appliedStrength = gridFromTensor(plan.strength);
-        started.appliedLayers = QVector<int>(plan.layers.begin(), plan.layers.end());
-        d->attention.clear();
-        d->attentionStep = -1;
-        GenerationOptions g;
-        g.maxNewTokens = req.generation.maxNewTokens;
-        g.stopAtEos = req.generation.stopAtEos;
-        // The decoder has a fixed context: never ask for more tokens than fit after the prompt.
-        const int fit = newTokensThatFit(model.config().text, int64_t(session.prompt().ids.size()), g.maxNewTokens);
-        if (fit < g.maxNewTokens) {
-            g.maxNewTokens = std::max(1, fit);
-            started.note += (started.note.isEmpty() ? QString() : QStringLiteral(" ")) +
-                            tr("Max tokens is limited to %1 here: the prompt fills %2 of the model's %3-token context.")
-                                .arg(g.maxNewTokens)
-                                .arg(session.prompt().ids.size())
-                                .arg(model.config().text.maxPositionEmbeddings);
-        }
-        g.captureAttention = true;
-        if (req.generation.sample) {
-            g.sampling.temperature = req.generation.temperature;
-            g.sampling.topP = req.generation.topP;
-            g.sampling.topK = req.generation.topK;
-        }
-        g.sampling.seed = req.generation.seed;
-
-        Q_EMIT runStarted(started);
-
-        {   // cache statistics do not change while decoding: send them once now
-            const HeatmapSettings hs = d->heatmapSettings();
-            if (hs.metric != Metric::Attention) requestHeatmap();
-        }
-
-        Q_EMIT progress(tr("Decoding…"), 0, g.maxNewTokens);
-        std::atomic<bool> stop{false};
+        d->clearAttention();
         const Tokenizer& tok = model.tokenizer();
         const int64_t kvHeads = model.config().text.numKvHeads;
-        const auto onStep = [&](const PairEvent& ev) {
+        int budget = 0;
+        bool started = false;
+        // Each stream's attention at its last step: a stream that ended has left the batch.
+        auto keepAttention = [&](const PairEvent& ev, const QString tokens[2]) {
+            for (size_t i = 0; i < ev.rows->size(); ++i) {
+                const int64_t stream = (*ev.rows)[i];
+                if ((stream == 0 ? ev.unsteered : ev.steered).id < 0) continue;
+                StreamAttention& a = d->attention[stream];
+                a.layers.clear();
+                for (const at::Tensor& l : *ev.attention) a.layers.push_back(l.narrow(0, int64_t(i), 1).to(at::kCPU, true).clone());
+                a.step = ev.step;
+                a.token = tokens[stream];
+            }
+        };
+
+        SteeredRunCallbacks callbacks;
+        // A newer run (or Stop) ends this one between prefill layers and decode steps.
+        callbacks.stopRequested = superseded;
+        callbacks.onStart = [&](const SteeredRunStart& start) {
+            d->steered = start.steered;
+            budget = start.maxNewTokens;
+            started = true;
+            Q_EMIT runStarted(describeStart(req.id, start, plan));
+            // Cache statistics do not change while decoding: send them once now.
+            if (d->heatmapSettings().metric != Metric::Attention) requestHeatmap();
+            Q_EMIT progress(tr("Decoding…"), 0, budget);
+        };
+        callbacks.onStep = [&](const PairEvent& ev) {
             TokenPair pair;
             pair.runId = req.id;
             pair.step = ev.step;
             pair.unsteered = streamToken(ev.unsteered, tok);
             pair.steered = streamToken(ev.steered, tok);
             d->steps = ev.step + 1;
-            if (superseded()) stop = true;
             Q_EMIT tokenPair(pair);
             if (ev.attention) {
-                d->attention.clear();
-                for (const at::Tensor& a : *ev.attention) d->attention.push_back(a.to(at::kCPU));   // a fresh tensor every step
-                d->attentionStep = ev.step;
-                d->attentionToken[0] = pair.unsteered.valid() ? readablePiece(tok, pair.unsteered.id) : QString();
-                d->attentionToken[1] = pair.steered.valid() ? readablePiece(tok, pair.steered.id) : QString();
-                const HeatmapSettings hs = d->heatmapSettings();
-                if (hs.metric == Metric::Attention) {
-                    HeatmapData h;
-                    h.runId = req.id;
-                    h.metric = hs.metric;
-                    h.head = hs.head;
-                    h.steeredRow = hs.steeredRow;
-                    h.step = ev.step;
-                    h.token = d->attentionToken[hs.steeredRow ? 1 : 0];
-                    const at::Tensor maps = attentionHeatmaps(d->attention, span, kvHeads, hs.head, hs.steeredRow ? 1 : 0);
-                    h.layers = int(maps.size(0));
-                    h.rows = int(maps.size(1));
-                    h.cols = int(maps.size(2));
-                    h.values = toVector(maps);
-                    Q_EMIT heatmapReady(h);
-                }
+                const QString tokens[2] = {pair.unsteered.valid() ? readablePiece(tok, pair.unsteered.id) : QString(),
+                                           pair.steered.valid() ? readablePiece(tok, pair.steered.id) : QString()};
+                keepAttention(ev, tokens);
             }
-            Q_EMIT progress(tr("Decoding… %1 / %2").arg(ev.step + 1).arg(g.maxNewTokens), ev.step + 1, g.maxNewTokens);
+            const HeatmapSettings hs = d->heatmapSettings();
+            const StreamAttention& shown = d->attention[hs.steeredRow ? 1 : 0];
+            if (ev.attention && hs.metric == Metric::Attention && shown.step == ev.step) {
+                HeatmapData h;
+                h.runId = req.id;
+                h.metric = hs.metric;
+                h.head = hs.head;
+                h.steeredRow = hs.steeredRow;
+                h.step = ev.step;
+                h.token = shown.token;
+                setMaps(h, attentionHeatmaps(shown.layers, prompt.span, kvHeads, hs.head));
+                Q_EMIT heatmapReady(h);
+            }
+            Q_EMIT progress(tr("Decoding… %1 / %2").arg(ev.step + 1).arg(budget), ev.step + 1, budget);
         };
-        const GenerationPair result = decodeSideBySide(session, *d->steered, g, onStep, &stop);
-
+        GenerationOptions g = generationOptions(req.generation);
+        g.captureAttention = true;
+        const SteeredRunResult result = runSteered(*d->session, prompt, plan, g, callbacks);
+        if (!started) {   // stopped during the prefill
+            finishCancelled();
+            return;
+        }
         RunFinished f;
         f.runId = req.id;
-        f.cancelled = result.steered.cancelled || result.unsteered.cancelled;
+        f.cancelled = result.cancelled;
         f.steps = d->steps.load();
-        f.decodeMs = result.decodeMs;
-        f.unsteeredText = qs(result.unsteered.text);
-        f.steeredText = qs(result.steered.text);
+        f.decodeMs = result.pair.decodeMs;
+        f.unsteeredText = qs(result.pair.unsteered.text);
+        f.steeredText = qs(result.pair.steered.text);
         Q_EMIT idle();
         Q_EMIT runFinished(f);
     } catch (...) {
@@ -410,17 +391,15 @@ void Worker::requestHeatmap() {
         h.metric = hs.metric;
         h.head = hs.head;
         h.steeredRow = hs.steeredRow;
-        const at::Tensor maps = runHeatmaps(HeatMetric(int(hs.metric)), base, edited, hs.steeredRow, d->vectors ? &*d->vectors : nullptr,
-                                            d->attention, d->model->config().text.numKvHeads, hs.head);
+        const StreamAttention& attention = d->attention[hs.steeredRow ? 1 : 0];
+        const at::Tensor maps = runHeatmaps(hs.metric, base, edited, hs.steeredRow, d->vectors ? &*d->vectors : nullptr,
+                                            attention.layers, d->model->config().text.numKvHeads, hs.head);
         if (!maps.defined()) return;   // attention before the first decode step
         if (hs.metric == Metric::Attention) {
-            h.step = d->attentionStep;
-            h.token = d->attentionToken[hs.steeredRow ? 1 : 0];
+            h.step = attention.step;
+            h.token = attention.token;
         }
-        h.layers = int(maps.size(0));
-        h.rows = int(maps.size(1));
-        h.cols = int(maps.size(2));
-        h.values = toVector(maps);
+        setMaps(h, maps);
         Q_EMIT heatmapReady(h);
     } catch (...) {
         Q_EMIT heatmapFailed(describeFailure(tr("computing the heatmap"), std::current_exception()));

@@ -103,8 +103,6 @@ Q_SIGNALS:
     void atlasFailed(quint64 atlasId, const QString& message);
 
 private:
-    // Prefills the session for the current image and `prompt` unless it already is (WorkerAtlas.cpp).
-    bool ensurePrefilled(const QString& prompt, int reserveTokens, const std::function<bool()>& stop);
     // Keeps `vectors` (and the file info they came with) as the ones runs use; what the UI is told.
     VectorsInfo holdVectors(kvsteer::SteeringVectors vectors, const kvsteer::SteeringFileInfo& file, const QByteArray& blob,
                             const QString& origin, bool fromFile);

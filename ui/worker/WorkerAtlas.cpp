@@ -7,6 +7,7 @@
 #include "generate/Session.h"
 #include "steer/Atlas.h"
 #include "steer/PlanOptions.h"
+#include "steer/SteeredRun.h"
 #include "steer/SteeringPlan.h"
 
 #include <c10/core/GradMode.h>
@@ -20,6 +21,15 @@ namespace kvsteer::ui {
 
 namespace {
 
+AtlasOutcome outcomeOf(kvsteer::AtlasOutcome o) {
+    switch (o) {
+    case kvsteer::AtlasOutcome::Same: return AtlasOutcome::Same;
+    case kvsteer::AtlasOutcome::Different: return AtlasOutcome::Different;
+    case kvsteer::AtlasOutcome::Degenerate: return AtlasOutcome::Degenerate;
+    }
+    return AtlasOutcome::Pending;
+}
+
 AtlasCellResult toResult(quint64 id, const AtlasCell& c, int columns) {
     AtlasCellResult r;
     r.atlasId = id;
@@ -30,7 +40,7 @@ AtlasCellResult toResult(quint64 id, const AtlasCell& c, int columns) {
     r.layerIds = QVector<int>(c.setting.layers.layers.begin(), c.setting.layers.layers.end());
     r.ck = c.setting.ck;
     r.cv = c.setting.cv;
-    r.outcome = AtlasOutcome(int(c.outcome));   // same order as kvsteer::AtlasOutcome
+    r.outcome = outcomeOf(c.outcome);
     r.text = qs(c.generation.text);
     r.signalsText = qs(describeSignals(c.degeneration, c.generation));
     r.tokens = int(c.generation.ids.size());
@@ -45,20 +55,6 @@ void Worker::cancelAtlasesBefore(quint64 id) {
     while (cur < id && !d->atlasCancelBelow.compare_exchange_weak(cur, id)) {
     }
     if (d->atlasRunning.load() < id) d->atlasStop = true;
-}
-
-bool Worker::ensurePrefilled(const QString& prompt, int reserveTokens, const std::function<bool()>& stop) {
-    if (d->session && d->prefillImageId == d->imageId && d->prefillPrompt == prompt) return true;
-    d->session.reset();
-    d->steered.reset();
-    auto session = std::make_unique<Session>(d->model);
-    Q_EMIT progress(tr("Prefilling…"), 0, 0);
-    const Prompt p = buildPrompt(*d->model, ss(prompt), false, d->model->hasVision() ? &d->image : nullptr);
-    if (!session->prefill(p, reserveTokens, stop)) return false;
-    d->session = std::move(session);
-    d->prefillImageId = d->imageId;
-    d->prefillPrompt = prompt;
-    return true;
 }
 
 void Worker::runAtlas(const AtlasRequest& req) {
@@ -83,30 +79,30 @@ void Worker::runAtlas(const AtlasRequest& req) {
         const auto t0 = std::chrono::steady_clock::now();
         const Model& model = *d->model;
         const int layers = model.config().text.numLayers;
-        if (!ensurePrefilled(req.prompt, std::max(64, req.maxNewTokens + 8), [this] { return d->atlasStop.load(); })) {
+        const Prompt prompt = buildPrompt(model, ss(req.prompt), false, model.hasVision() ? &d->image : nullptr);
+        if (!d->session) d->session = std::make_unique<Session>(d->model);
+        if (!d->session->holds(prompt)) {
+            d->steered.reset();
+            Q_EMIT progress(tr("Prefilling…"), 0, 0);
+        }
+        if (!ensurePrefilled(*d->session, prompt, req.maxNewTokens, [this] { return d->atlasStop.load(); })) {
             done.cancelled = true;
             Q_EMIT idle();
             Q_EMIT atlasFinished(done);
             return;
         }
         const Session& session = *d->session;
-        PlanOptions options;
-        options.op = ss(req.plan.op);
-        options.ck = {req.plan.ck};
-        options.cv = {req.plan.cv};
-        options.heads.assign(req.plan.heads.begin(), req.plan.heads.end());
-        options.propagate = req.plan.propagate;
-        options.ablateTo = ss(req.plan.ablateTarget);
-        options.layers = std::vector<int>();
+        PlanOptions options = planOptions(req.plan, layers);
+        options.layers = std::vector<int>();   // each setting chooses its layers
         const bool needsVectors = operatorNeedsVectors(parseOperator(options.op));
         if (needsVectors && !d->vectors)
             throw kvsteer::Error("the '" + options.op + "' operator needs steering vectors: compute or import them in the Steering panel");
-        const VisualSpan span = session.snapshot().visualSpan;
-        const SteeringPlan base = makePlan(options, needsVectors ? &*d->vectors : nullptr, SteeringFileInfo(), gridTensor(req.strength), span, layers);
+        const SteeringPlan base =
+            makePlan(options, needsVectors ? &*d->vectors : nullptr, SteeringFileInfo(), gridTensor(req.strength), prompt.span, layers);
 
-        std::vector<AtlasLayers> rows;
-        for (const QString& r : req.layerRanges) rows.push_back(parseAtlasLayers(ss(r.trimmed()), layers));
-        if (rows.empty()) rows = defaultAtlasLayers(layers);
+        std::vector<LayerRange> rows;
+        for (const QString& r : req.layerRanges) rows.push_back(parseLayerRange(ss(r.trimmed()), layers));
+        if (rows.empty()) rows = defaultLayerRanges(layers);
         std::vector<double> strengths(req.strengths.begin(), req.strengths.end());
         if (strengths.empty()) {   // around the panel's coefficient
             const double c = std::abs(atlasSetsValues(base) ? req.plan.cv : req.plan.ck);
@@ -116,7 +112,7 @@ void Worker::runAtlas(const AtlasRequest& req) {
 
         AtlasStarted started;
         started.atlasId = req.id;
-        for (const AtlasLayers& r : rows) started.layerLabels << qs(r.label);
+        for (const LayerRange& r : rows) started.layerLabels << qs(r.label);
         started.strengths = QVector<double>(strengths.begin(), strengths.end());
         started.setsKeys = atlasSetsKeys(base);
         started.setsValues = atlasSetsValues(base);

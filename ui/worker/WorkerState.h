@@ -19,6 +19,14 @@
 
 namespace kvsteer::ui {
 
+// One stream's attention at its last decoded step (the heatmaps' attention metric). A stream that
+// has ended keeps the attention of its last token.
+struct StreamAttention {
+    std::vector<at::Tensor> layers;   // per layer [1, H, S], on the CPU
+    int step = -1;
+    QString token;                    // the token the stream produced at that step
+};
+
 struct Worker::State {
     std::shared_ptr<Model> model;
     ModelInfo info;
@@ -27,14 +35,11 @@ struct Worker::State {
     QString imageName;
     ImageU8 image;
 
-    std::unique_ptr<Session> session;
-    quint64 prefillImageId = 0;
-    QString prefillPrompt;
+    std::unique_ptr<Session> session;                    // keeps the last prompt's snapshot (Session::holds)
 
     std::optional<SteeredCache> steered;                 // the last run's edited cache
-    std::vector<at::Tensor> attention;                   // the last step's attention, [2, H, S] per layer
-    int attentionStep = -1;
-    QString attentionToken[2];                           // the token each row produced at that step
+    StreamAttention attention[2];                        // 0 unsteered, 1 steered
+    void clearAttention() { attention[0] = attention[1] = StreamAttention(); }
     quint64 lastRunId = 0;
 
     std::optional<SteeringVectors> vectors;

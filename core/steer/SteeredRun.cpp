@@ -1,0 +1,71 @@
+#include "steer/SteeredRun.h"
+
+#include "models/Model.h"
+
+#include <ATen/ops/any.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+namespace kvsteer {
+
+bool ensurePrefilled(Session& session, const Prompt& prompt, int64_t reserveTokens, const std::function<bool()>& stopRequested) {
+    if (session.holds(prompt)) return true;
+    return session.prefill(prompt, reserveTokens, stopRequested);
+}
+
+SteeredRunResult runSteered(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
+                            const SteeredRunCallbacks& callbacks) {
+    c10::NoGradGuard noGrad;
+    const TextConfig& text = session.model().config().text;
+    SteeredRunResult result;
+    SteeredRunStart& start = result.start;
+    auto stop = [&] { return callbacks.stopRequested && callbacks.stopRequested(); };
+
+    // 1. The prefill, or the kept snapshot of the same prompt.
+    start.promptTokens = int64_t(prompt.ids.size());
+    start.contextTokens = text.maxPositionEmbeddings;
+    const int asked = generation.maxNewTokens;
+    start.maxNewTokens = std::max(1, newTokensThatFit(text, start.promptTokens, asked));
+    start.notices.budgetCut = start.maxNewTokens < asked;
+    start.notices.askedTokens = asked;
+    if (!session.holds(prompt)) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (!session.prefill(prompt, start.maxNewTokens, callbacks.stopRequested)) {
+            result.cancelled = true;
+            return result;
+        }
+        start.prefilled = true;
+        start.prefillMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (stop()) {
+        result.cancelled = true;
+        return result;
+    }
+
+    // 2. The edit. Without the vectors its operator needs, the plan edits nothing.
+    start.notices.noVectors = operatorNeedsVectors(plan.op) && plan.vectors.numLayers() == 0;
+    start.notices.nothingPainted = !plan.strength.defined() || !at::any(plan.strength).item<bool>();
+    if (start.notices.noVectors) {
+        start.steered.cache = session.snapshot().clone();
+    } else {
+        start.steered = applyPlan(session, plan);
+    }
+
+    // 3-4. Both answers, with the budget that fits.
+    GenerationOptions fitted = generation;
+    fitted.maxNewTokens = start.maxNewTokens;
+    if (callbacks.onStart) callbacks.onStart(start);
+    std::atomic<bool> cancel{stop()};
+    const PairCallback onStep = [&](const PairEvent& ev) {
+        if (callbacks.onStep) callbacks.onStep(ev);
+        if (stop()) cancel = true;
+    };
+    result.pair = decodeSideBySide(session, start.steered, fitted, onStep, &cancel);
+    result.cancelled = result.pair.steered.cancelled || result.pair.unsteered.cancelled;
+    return result;
+}
+
+} // namespace kvsteer

@@ -1,0 +1,182 @@
+// The one decode loop (core/generate/BatchDecode): a row's answer does not depend on the batch it
+// is decoded in. The same steered row decoded alone, as the pair's steered row, and as one row of
+// a batch of eight (other plans, spotlight biases, shorter budgets, so rows leave the batch while
+// it runs) gives the same ids and the same logits, bit for bit, at every step. Also: per-row
+// budgets and sampling, finished rows reported in order, and the cancel check. On the demo
+// model (LLaVA layout) and tiny-qwen2vl (M-RoPE, a non-square grid).
+#include "TestSupport.h"
+#include "Error.h"
+#include "generate/BatchDecode.h"
+#include "generate/Session.h"
+#include "io/Image.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
+#include "steer/Mask.h"
+#include "steer/PlanOptions.h"
+#include "steer/SideBySide.h"
+#include "steer/SteeringPlan.h"
+
+#include <ATen/ops/equal.h>
+#include <ATen/ops/ones.h>
+
+#include <QtTest>
+
+using namespace kvsteer;
+
+namespace {
+
+// What one row gave: its ids and, per step, a copy of its logits.
+struct RowTrace {
+    std::vector<int64_t> ids;
+    std::vector<at::Tensor> logits;
+};
+
+// Decodes `caches` as one batch (row i = caches[i] with rows[i]) and records every row's trace.
+std::vector<RowTrace> traceBatch(const Session& session, const std::vector<const KVCache*>& caches, const std::vector<DecodeRow>& rows) {
+    std::vector<RowTrace> traces(rows.size());
+    BatchCallbacks callbacks;
+    callbacks.onStep = [&](const BatchStep& step) {
+        for (size_t r = 0; r < rows.size(); ++r)
+            if (step.tokens[r].id >= 0) traces[r].logits.push_back(step.tokens[r].logits->clone());
+    };
+    const BatchResult result = decodeBatch(session, KVCache::stackRows(caches), rows, callbacks);
+    for (size_t r = 0; r < rows.size(); ++r) traces[r].ids = result.rows[r].ids;
+    return traces;
+}
+
+void compareTraces(const RowTrace& a, const RowTrace& b, const char* where) {
+    QVERIFY2(a.ids == b.ids, where);
+    QCOMPARE(a.logits.size(), b.logits.size());
+    for (size_t i = 0; i < a.logits.size(); ++i) QVERIFY2(at::equal(a.logits[i], b.logits[i]), (std::string(where) + ", step " + std::to_string(i)).c_str());
+}
+
+} // namespace
+
+class TestBatchDecode : public QObject {
+    Q_OBJECT
+
+    // The steered row alone, in the pair, and at position 5 of a batch of 8: same ids and logits.
+    void rowIsTheSameInAnyBatch(std::shared_ptr<Model> model, const ImageU8& image, const std::string& question) {
+        Session session(model);
+        session.prefill(buildPrompt(*model, question, false, &image), 16);
+        const VisualSpan span = session.snapshot().visualSpan;
+        const int layers = model->config().text.numLayers;
+        PlanOptions o;
+        o.op = "scale";   // needs no vectors: every family can run it
+        o.ck = {0.0};
+        o.cv = {3.0};
+        const SteeringPlan plan = makePlan(o, nullptr, SteeringFileInfo(), at::ones({span.gridHeight, span.gridWidth}), span, layers);
+        const SteeredCache steered = applyPlan(session, plan);
+
+        DecodeRow row;
+        row.seedToken = session.lastPromptToken();
+        row.maxNewTokens = 10;
+        row.stopAtEos = false;   // every step is compared
+        const RowTrace alone = traceBatch(session, {&steered.cache}, {row})[0];
+        QCOMPARE(int(alone.ids.size()), row.maxNewTokens);
+        const RowTrace inPair = traceBatch(session, {&session.snapshot(), &steered.cache}, {row, row})[1];
+        compareTraces(alone, inPair, "alone vs the pair's steered row");
+
+        // Eight rows: others with other edits, spotlight biases and shorter budgets, so the batch
+        // drops rows while the compared one (row 5) still runs.
+        std::vector<SteeredCache> others;
+        std::vector<const KVCache*> caches;
+        std::vector<DecodeRow> rows;
+        for (int r = 0; r < 8; ++r) {
+            DecodeRow other = row;
+            if (r == 5) {
+                caches.push_back(&steered.cache);
+                rows.push_back(row);
+                continue;
+            }
+            PlanOptions po = o;
+            po.op = r % 2 ? "spotlight" : "scale";
+            po.ck = {r % 2 ? 2.0 * r : 0.0};
+            po.cv = {0.5 * r - 1};
+            others.push_back(applyPlan(session, makePlan(po, nullptr, SteeringFileInfo(), at::ones({span.gridHeight, span.gridWidth}), span, layers)));
+            other.attentionBias = others.back().attentionBias;
+            other.maxNewTokens = 1 + r;   // rows end at steps 1, 2, ... while row 5 runs to 10
+            other.stopAtEos = r % 3 == 0;
+            rows.push_back(other);
+        }
+        for (int r = 0, k = 0; r < 8; ++r)
+            if (r != 5) caches.insert(caches.begin() + r, &others[size_t(k++)].cache);
+        const std::vector<RowTrace> eight = traceBatch(session, caches, rows);
+        compareTraces(alone, eight[5], "alone vs row 5 of 8");
+        for (int r = 0; r < 8; ++r) QVERIFY(int(eight[size_t(r)].ids.size()) <= rows[size_t(r)].maxNewTokens);
+        // A spotlight row of the eight equals that row alone too (its bias travels with it).
+        const RowTrace spotlightAlone = traceBatch(session, {caches[3]}, {rows[3]})[0];
+        compareTraces(spotlightAlone, eight[3], "spotlight row alone vs row 3 of 8");
+    }
+
+private slots:
+    void demoModel() {
+        rowIsTheSameInAnyBatch(loadModel(KVSTEER_DEMO_MODEL_DIR), loadImage(KVSTEER_DEMO_IMAGE), "What color is the circle?");
+    }
+
+    void qwen2VlNonSquareGrid() {
+        rowIsTheSameInAnyBatch(loadModel(test::referenceQwen2VlDir()), loadImage(test::referenceDir() + "/images/gradient_500x300.png"),
+                               "Describe the image.");
+    }
+
+    // Rows are reported as they end, in row order within a step; a sampled row keeps its own
+    // random stream (the same seed alone or batched gives the same ids).
+    void rowsEndOnTheirOwnBudgetsAndSamplers() {
+        auto model = loadModel(KVSTEER_DEMO_MODEL_DIR);
+        Session session(model);
+        const ImageU8 image = loadImage(KVSTEER_DEMO_IMAGE);
+        session.prefill(buildPrompt(*model, "What color is the circle?", false, &image), 16);
+        DecodeRow greedy;
+        greedy.seedToken = session.lastPromptToken();
+        greedy.maxNewTokens = 6;
+        greedy.stopAtEos = false;
+        DecodeRow sampled = greedy;
+        sampled.sampling.temperature = 1.5;
+        sampled.sampling.seed = 7;
+        DecodeRow shortRow = greedy;
+        shortRow.maxNewTokens = 2;
+        std::vector<int64_t> order;
+        BatchCallbacks callbacks;
+        callbacks.onRowDone = [&](int64_t r, const Generation&) { order.push_back(r); };
+        const BatchResult r =
+            decodeBatch(session, KVCache::stackRows({&session.snapshot(), &session.snapshot(), &session.snapshot()}), {greedy, sampled, shortRow}, callbacks);
+        QCOMPARE(order, std::vector<int64_t>({2, 0, 1}));
+        QCOMPARE(r.rows[2].ids.size(), size_t(2));
+        QCOMPARE(r.rows[0].ids.size(), size_t(6));
+        GenerationOptions g;
+        g.maxNewTokens = 6;
+        g.stopAtEos = false;
+        g.sampling = sampled.sampling;
+        QCOMPARE(r.rows[1].ids, session.generate(g).ids);
+        QCOMPARE(std::vector<int64_t>(r.rows[0].ids.begin(), r.rows[0].ids.begin() + 2), r.rows[2].ids);
+    }
+
+    void cancelStopsBetweenSteps() {
+        auto model = loadModel(KVSTEER_DEMO_MODEL_DIR);
+        Session session(model);
+        const ImageU8 image = loadImage(KVSTEER_DEMO_IMAGE);
+        session.prefill(buildPrompt(*model, "What color is the circle?", false, &image), 16);
+        DecodeRow row;
+        row.seedToken = session.lastPromptToken();
+        row.maxNewTokens = 8;
+        row.stopAtEos = false;
+        std::atomic<bool> cancel{false};
+        int reported = 0;
+        BatchCallbacks callbacks;
+        callbacks.onStep = [&](const BatchStep& s) {
+            if (s.step == 2) cancel = true;
+        };
+        callbacks.onRowDone = [&](int64_t, const Generation&) { ++reported; };
+        const BatchResult r = decodeBatch(session, KVCache::stackRows({&session.snapshot(), &session.snapshot()}), {row, row}, callbacks, &cancel);
+        QVERIFY(r.cancelled);
+        QCOMPARE(reported, 0);   // no row ended: none is reported
+        for (const Generation& g : r.rows) {
+            QVERIFY(g.cancelled);
+            QCOMPARE(g.ids.size(), size_t(3));
+        }
+        QVERIFY_THROWS_EXCEPTION(kvsteer::Error, decodeBatch(session, session.snapshot().clone(), {row, row}));   // 1 row, 2 described
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBatchDecode)
+#include "test_batch_decode.moc"
