@@ -1,5 +1,5 @@
 #pragma once
-// ShapeWorld — the synthetic world of the bundled demo model (issue 4). Torch-free.
+// ShapeWorld — the synthetic world of the bundled demo model. Torch-free.
 //
 // A scene is 1–3 non-overlapping shapes (circle, square, triangle) in red, green, blue or yellow
 // (each with a small random jitter), 50–120 px, on a plain white, light grey or black background,

@@ -130,7 +130,7 @@ Parameters initParameters(const ModelConfig& c, uint64_t seed) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The forward pass (same math as ClipVision.cpp, LlavaModel.cpp and Llama.cpp).
+// The forward pass (same math as VisionTransformer.cpp, TransformerDecoder.cpp and LlavaModel.cpp).
 
 Net::Net(const ModelConfig& config, const Parameters& params) : c(config), p(params) {
     const int64_t hd = c.text.headDim;

@@ -1,8 +1,9 @@
 #pragma once
 // The demo trainer's model (internal to the trainer and its tests): the parameters by their llava-hf
 // names, their starting values, and the training forward. The forward is the same math as
-// core/models/llava/{ClipVision,Llama,LlavaModel}.cpp, written with ATen ops so that autograd
-// differentiates it, batched over images and over packed question segments (see DemoTrainer.h).
+// core/models/common/{VisionTransformer,TransformerDecoder}.cpp behind models/llava/LlavaModel.cpp,
+// written with ATen ops so that autograd differentiates it, batched over images and over packed
+// question segments (see DemoTrainer.h).
 #include "io/Config.h"
 #include "models/llava/RandomCheckpoint.h"
 

@@ -2,12 +2,14 @@
 
 #include "Error.h"
 #include "cache/KVCache.h"
+#include "generate/Session.h"
 #include "io/Checkpoint.h"
 #include "models/llava/RandomCheckpoint.h"
 #include "io/SafeTensors.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/topk.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -203,6 +205,20 @@ ProcessResult runProgram(const std::string& program, const std::vector<std::stri
     r.exitCode = p.exitCode();
     r.out = p.readAllStandardOutput().toStdString();
     r.err = p.readAllStandardError().toStdString();
+    return r;
+}
+
+GreedyAgainstReference greedyAgainstReference(const Session& session, const SafeTensorsFile& expected) {
+    GenerationOptions gen;
+    gen.maxNewTokens = 20;
+    gen.stopAtEos = false;
+    const at::Tensor top5 = expected.tensor("greedy_top5_logits");
+    GreedyAgainstReference r;
+    const Generation g = session.generate(gen, [&](const TokenEvent& ev) {
+        r.worstTop5 = std::max(r.worstTop5, maxAbsDiff(std::get<0>(at::topk(*ev.logits, 5)), top5[ev.step]));
+    });
+    r.ids = g.ids;
+    r.text = g.text;
     return r;
 }
 

@@ -11,6 +11,8 @@
 namespace kvsteer {
 class KVCache;
 class SafeTensorsFile;
+class Session;
+struct Generation;
 } // namespace kvsteer
 
 namespace kvsteer::test {
@@ -62,6 +64,15 @@ void writePlainLlamaFromReference(const std::string& dir);
 void writeRoundedReferenceModel(const std::string& dir, c10::ScalarType dtype);
 
 std::vector<int64_t> toIds(const at::Tensor& t);   // int64 tensor -> vector
+
+// The reference's greedy run from a prefilled session: 20 tokens past EOS, and at every step the
+// largest gap between this step's top-5 logits and the reference's greedy_top5_logits.
+struct GreedyAgainstReference {
+    std::vector<int64_t> ids;
+    std::string text;
+    double worstTop5 = 0;
+};
+GreedyAgainstReference greedyAgainstReference(const Session& session, const SafeTensorsFile& expected);
 
 struct ProcessResult {
     int exitCode = -1;

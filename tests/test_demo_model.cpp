@@ -1,4 +1,4 @@
-// The bundled demo model (issue 4): ShapeWorld's determinism and answer rules, the tokenizer and
+// The bundled demo model: ShapeWorld's determinism and answer rules, the tokenizer and
 // directory layout of resources/demo-model, the trainer (a short real run; descriptions grounded
 // item by item), the trainer's forward equal to the inference path, and
 // accuracy through the real inference path on fresh scenes with a bound chance cannot reach.

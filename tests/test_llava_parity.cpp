@@ -23,7 +23,7 @@
 using namespace kvsteer;
 using namespace kvsteer::test;
 
-class TestReferenceParity : public QObject {
+class TestLlavaParity : public QObject {
     Q_OBJECT
 
     nlohmann::json summary_;
@@ -249,5 +249,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestReferenceParity)
-#include "test_reference_parity.moc"
+QTEST_GUILESS_MAIN(TestLlavaParity)
+#include "test_llava_parity.moc"

@@ -197,16 +197,9 @@ private slots:
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         Session session(model);
         session.prefill(promptFor(*model, c), 20);
-        GenerationOptions gen;
-        gen.maxNewTokens = 20;
-        gen.stopAtEos = false;
-        const at::Tensor top5Logits = expected.tensor("greedy_top5_logits");
-        double worstTop5 = 0;
-        const Generation g = session.generate(gen, [&](const TokenEvent& ev) {
-            worstTop5 = std::max(worstTop5, maxAbsDiff(std::get<0>(at::topk(*ev.logits, 5)), top5Logits[ev.step]));
-        });
+        const GreedyAgainstReference g = greedyAgainstReference(session, expected);
         QCOMPARE(g.ids, toIds(expected.tensor("greedy_ids")));
-        QVERIFY2(worstTop5 <= 1e-3, ("top-5 logits differ by " + std::to_string(worstTop5)).c_str());
+        QVERIFY2(g.worstTop5 <= 1e-3, ("top-5 logits differ by " + std::to_string(g.worstTop5)).c_str());
         QCOMPARE(g.text, c["greedy_text"].get<std::string>());
     }
 

@@ -141,16 +141,9 @@ private slots:
         const at::Tensor decodePositions = session.snapshot().positions(n, 19).select(0, 0);
         QCOMPARE(toIds(decodePositions), toIds(expected.tensor("decode_position_ids")));
 
-        GenerationOptions gen;
-        gen.maxNewTokens = 20;
-        gen.stopAtEos = false;
-        const at::Tensor top5 = expected.tensor("greedy_top5_logits");
-        double worst = 0;
-        const Generation g = session.generate(gen, [&](const TokenEvent& ev) {
-            worst = std::max(worst, maxAbsDiff(std::get<0>(at::topk(*ev.logits, 5)), top5[ev.step]));
-        });
+        const GreedyAgainstReference g = greedyAgainstReference(session, expected);
         QCOMPARE(g.ids, toIds(expected.tensor("greedy_ids")));
-        QVERIFY2(worst <= 1e-3, ("top-5 logits differ by " + std::to_string(worst)).c_str());
+        QVERIFY2(g.worstTop5 <= 1e-3, ("top-5 logits differ by " + std::to_string(g.worstTop5)).c_str());
         QCOMPARE(g.text, c["greedy_text"].get<std::string>());
     }
 
