@@ -2,6 +2,7 @@
 
 #include "Error.h"
 
+#include <iostream>
 #include <algorithm>
 #include <filesystem>
 
@@ -51,6 +52,11 @@ GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewToke
     g.sampling.topK = cl.getInt("top-k", 0);
     g.sampling.seed = cl.getU64("seed", 0);
     return g;
+}
+
+void noteBudgetCut(int asked, int cut, int64_t promptTokens, int64_t context) {
+    std::cerr << "note: --max-new-tokens " << asked << " is cut to " << cut << ": the prompt fills " << promptTokens << " of the model's "
+              << context << "-token context\n";
 }
 
 } // namespace kvsteer

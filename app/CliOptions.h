@@ -19,5 +19,7 @@ std::string modelDirectory(const CommandLine& cl);       // --model, else the bu
 LoadOptions loadOptions(const CommandLine& cl);
 std::shared_ptr<Model> loadModel(const CommandLine& cl);
 GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewTokens);
+// Says on stderr (stdout stays the answer or the JSON) that --max-new-tokens was cut to fit.
+void noteBudgetCut(int asked, int cut, int64_t promptTokens, int64_t context);
 
 } // namespace kvsteer

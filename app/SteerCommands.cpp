@@ -105,14 +105,8 @@ Prompt promptFromOptions(const CommandLine& cl, const Model& model) {
     return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), image ? &*image : nullptr);
 }
 
-// What a run had to change is said on stderr, so stdout stays the answer (or the JSON).
-void printBudgetCut(int asked, int cut, int64_t promptTokens, int64_t context) {
-    std::cerr << "note: --max-new-tokens " << asked << " is cut to " << cut << ": the prompt fills " << promptTokens << " of the model's "
-              << context << "-token context\n";
-}
-
 void printNotices(const SteeredRunStart& start) {
-    if (start.notices.budgetCut) printBudgetCut(start.notices.askedTokens, start.maxNewTokens, start.promptTokens, start.contextTokens);
+    if (start.notices.budgetCut) noteBudgetCut(start.notices.askedTokens, start.maxNewTokens, start.promptTokens, start.contextTokens);
     if (start.notices.nothingPainted) std::cerr << "note: the --mask is zero everywhere: the steered answer is the unsteered one\n";
 }
 
@@ -262,7 +256,7 @@ int commandSweep(int argc, char** argv) {
     AtlasOptions options;
     options.maxNewTokens = std::max(1, newTokensThatFit(model->config().text, int64_t(prompt.ids.size()), gen.maxNewTokens));
     if (options.maxNewTokens < gen.maxNewTokens)
-        printBudgetCut(gen.maxNewTokens, options.maxNewTokens, int64_t(prompt.ids.size()), model->config().text.maxPositionEmbeddings);
+        noteBudgetCut(gen.maxNewTokens, options.maxNewTokens, int64_t(prompt.ids.size()), model->config().text.maxPositionEmbeddings);
     options.batchRows = cl.getInt("batch", options.batchRows);
     if (options.batchRows < 1 || options.batchRows > 8) throw UsageError("--batch must be 1..8");
 

@@ -35,6 +35,7 @@ const char* remedyFlag(Remedy r) {
     case Remedy::KeepStoredDtype: return "--dtype auto keeps the checkpoint's own dtypes";
     case Remedy::FewerNewTokens: return "a shorter --max-new-tokens shrinks the KV cache";
     case Remedy::MatchingKeySpace: return "extract the vectors again with the matching --key-space";
+    case Remedy::SkipBadItems: return "--skip-bad records bad lines and items in the output and evaluates the rest";
     }
     return "";
 }
@@ -64,7 +65,10 @@ int commandGenerate(int argc, char** argv) {
     ImageU8 image;
     if (cl.has("image")) image = loadImage(cl.get("image"));
     const Prompt prompt = buildPrompt(*model, cl.get("prompt"), cl.has("raw-prompt"), cl.has("image") ? &image : nullptr);
-    gen.maxNewTokens = newTokensThatFit(model->config().text, static_cast<int64_t>(prompt.ids.size()), gen.maxNewTokens);
+    const int asked = gen.maxNewTokens;
+    gen.maxNewTokens = std::max(1, newTokensThatFit(model->config().text, static_cast<int64_t>(prompt.ids.size()), asked));
+    if (gen.maxNewTokens < asked)
+        noteBudgetCut(asked, gen.maxNewTokens, int64_t(prompt.ids.size()), model->config().text.maxPositionEmbeddings);
 
     Session session(model);
     session.prefill(prompt, gen.maxNewTokens);

@@ -15,6 +15,7 @@ enum class Remedy {
     KeepStoredDtype,    // keep the checkpoint's own 16-bit dtypes instead of widening to float32
     FewerNewTokens,     // a shorter generation budget needs a smaller KV cache
     MatchingKeySpace,   // extract the vectors again in the key space the operator needs
+    SkipBadItems,       // record a dataset's bad lines and items and evaluate the rest
 };
 
 class Error : public std::runtime_error {

@@ -71,6 +71,53 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     return true;
 }
 
+KVCache Session::prefillPrefix(const Prompt& prompt, int64_t n) const {
+    c10::NoGradGuard noGrad;
+    if (model_->promptAttention() == PromptAttention::Bidirectional)
+        throw Error("prefix reuse: " + model_->familyName() + " prompts attend in both directions, so no prefix can be shared");
+    if (n < 1 || n >= int64_t(prompt.ids.size())) throw Error("prefix reuse: the prefix must be a proper part of the prompt");
+    if (prompt.hasImage && prompt.span.end() > n) throw Error("prefix reuse: the prefix must hold the whole image");
+    const ModelConfig& c = model_->config();
+    const at::Tensor features = prompt.hasImage ? model_->encodeImage(prompt.pixels) : at::Tensor();
+    const std::vector<int64_t> ids(prompt.ids.begin(), prompt.ids.begin() + n);
+    KVCache prefix(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, n,
+                   at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));
+    prefix.positionOffset = prompt.positionOffset;
+    prefix.promptPositions = prompt.positionIds;
+    model_->decoder().forward(model_->embedPrompt(ids, features), prefix);
+    prefix.appendTokens(ids);
+    prefix.visualSpan = prompt.span;
+    return prefix;
+}
+
+void Session::prefillFrom(const KVCache& prefix, const Prompt& prompt, int64_t reserveTokens) {
+    c10::NoGradGuard noGrad;
+    const std::vector<int64_t>& shared = prefix.tokens();
+    if (model_->promptAttention() == PromptAttention::Bidirectional)
+        throw Error("prefix reuse: " + model_->familyName() + " prompts attend in both directions, so no prefix can be shared");
+    if (shared.size() + 1 > prompt.ids.size() || !std::equal(shared.begin(), shared.end(), prompt.ids.begin()))
+        throw Error("prefix reuse: the prompt does not start with the prefix's tokens");
+    prefilled_ = false;
+    snapshot_ = KVCache();
+    prompt_ = prompt;
+    imageFeatures_ = at::Tensor();   // inside the prefix; not encoded again
+    imageEncodeMs_ = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    KVCache snapshot = prefix.clone();
+    snapshot.reserve(std::min<int64_t>(int64_t(prompt.ids.size()) + std::max<int64_t>(reserveTokens, 1), model_->config().text.maxPositionEmbeddings));
+    snapshot.positionOffset = prompt.positionOffset;
+    snapshot.promptPositions = prompt.positionIds;
+    const std::vector<int64_t> rest(prompt.ids.begin() + int64_t(shared.size()), prompt.ids.end() - 1);
+    if (!rest.empty()) {   // (not feed(): its "full sequence" rule must not guess here)
+        forwardIds(snapshot, at::tensor(rest, at::TensorOptions().dtype(at::kLong)).unsqueeze(0));
+        snapshot.appendTokens(rest);
+    }
+    snapshot.visualSpan = prompt.span;
+    snapshot_ = std::move(snapshot);
+    prefillMs_ = msSince(t0);
+    prefilled_ = true;
+}
+
 bool Session::holds(const Prompt& prompt) const {
     if (!prefilled_ || prompt.ids != prompt_.ids || prompt.hasImage != prompt_.hasImage) return false;
     return !prompt.hasImage || (prompt.pixels.sizes() == prompt_.pixels.sizes() && at::equal(prompt.pixels, prompt_.pixels));

@@ -54,6 +54,15 @@ public:
     // stops and returns false, leaving the session unprefilled (a real 7B prompt takes seconds
     // to minutes on a CPU, and the user may change the image meanwhile).
     bool prefill(const Prompt& prompt, int64_t reserveTokens = 256, const std::function<bool()>& stopRequested = {});
+    // Prefix reuse (causal families): several prompts that share their first tokens — the template
+    // and the image — share that part of the cache. prefillPrefix runs the image encoder and the
+    // decoder over the prompt's first `n` ids only; prefillFrom then makes this session's
+    // snapshot from a copy of that prefix by running only the rest of the prompt (the same
+    // positions, so the snapshot equals prefill()'s up to summation order). prefillFrom throws
+    // kvsteer::Error when the prompt does not start with the prefix's ids or the family's prompt
+    // attention is bidirectional (every token sees the ones after it: nothing can be reused).
+    KVCache prefillPrefix(const Prompt& prompt, int64_t n) const;
+    void prefillFrom(const KVCache& prefix, const Prompt& prompt, int64_t reserveTokens);
     bool prefilled() const { return prefilled_; }
     // Whether the snapshot is of exactly this prompt (the same ids and the same pixels): a new
     // plan on it needs no prefill.

@@ -5,8 +5,7 @@
 
 namespace kvsteer {
 
-GenerationPair decodeSideBySide(const Session& session, const SteeredCache& steered, const GenerationOptions& options,
-                                const PairCallback& onStep, const std::atomic<bool>* cancel) {
+std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& steered, const GenerationOptions& options) {
     if (steered.cache.size() != session.snapshot().size())
         throw Error("side-by-side: the steered cache must hold as many tokens as the snapshot");
     DecodeRow row;
@@ -16,6 +15,12 @@ GenerationPair decodeSideBySide(const Session& session, const SteeredCache& stee
     row.stopAtEos = options.stopAtEos;
     DecodeRow steeredRow = row;
     steeredRow.attentionBias = steered.attentionBias;
+    return {row, steeredRow};
+}
+
+GenerationPair decodeSideBySide(const Session& session, const SteeredCache& steered, const GenerationOptions& options,
+                                const PairCallback& onStep, const std::atomic<bool>* cancel) {
+    const std::array<DecodeRow, 2> rows = pairRows(session, steered, options);
 
     BatchCallbacks callbacks;
     if (onStep)
@@ -28,7 +33,7 @@ GenerationPair decodeSideBySide(const Session& session, const SteeredCache& stee
             ev.rows = s.active;
             onStep(ev);
         };
-    const BatchResult r = decodeBatch(session, KVCache::stackRows({&session.snapshot(), &steered.cache}), {row, steeredRow}, callbacks,
+    const BatchResult r = decodeBatch(session, KVCache::stackRows({&session.snapshot(), &steered.cache}), {rows[0], rows[1]}, callbacks,
                                       cancel, options.captureAttention);
     return {r.rows[0], r.rows[1], r.decodeMs};
 }

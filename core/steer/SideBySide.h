@@ -2,9 +2,11 @@
 // Side-by-side decoding: the unsteered and the steered stream as a batch of two rows of the one
 // decode loop (generate/BatchDecode): row 0 the pristine snapshot, row 1 the edited cache with the
 // plan's spotlight bias. Both start from the same snapshot, so every difference is the edit's.
+#include "generate/BatchDecode.h"
 #include "generate/Session.h"
 #include "steer/SteeringPlan.h"
 
+#include <array>
 #include <atomic>
 #include <functional>
 
@@ -24,6 +26,10 @@ struct GenerationPair {
     Generation unsteered, steered;
     double decodeMs = 0;
 };
+
+// The pair's two rows of the decode loop: 0 unsteered (no bias), 1 steered (the plan's spotlight
+// bias), both seeded with the last prompt token, with `options`' budget and sampling.
+std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& steered, const GenerationOptions& options);
 
 GenerationPair decodeSideBySide(const Session& session, const SteeredCache& steered, const GenerationOptions& options,
                                 const PairCallback& onStep = {}, const std::atomic<bool>* cancel = nullptr);

@@ -16,13 +16,12 @@ bool ensurePrefilled(Session& session, const Prompt& prompt, int64_t reserveToke
     return session.prefill(prompt, reserveTokens, stopRequested);
 }
 
-SteeredRunResult runSteered(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
-                            const SteeredRunCallbacks& callbacks) {
+SteeredRunStart prepareSteeredRun(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
+                                  const std::function<bool()>& stopRequested, bool* cancelled) {
     c10::NoGradGuard noGrad;
     const TextConfig& text = session.model().config().text;
-    SteeredRunResult result;
-    SteeredRunStart& start = result.start;
-    auto stop = [&] { return callbacks.stopRequested && callbacks.stopRequested(); };
+    SteeredRunStart start;
+    *cancelled = false;
 
     // 1. The prefill, or the kept snapshot of the same prompt.
     start.promptTokens = int64_t(prompt.ids.size());
@@ -33,16 +32,16 @@ SteeredRunResult runSteered(Session& session, const Prompt& prompt, const Steeri
     start.notices.askedTokens = asked;
     if (!session.holds(prompt)) {
         const auto t0 = std::chrono::steady_clock::now();
-        if (!session.prefill(prompt, start.maxNewTokens, callbacks.stopRequested)) {
-            result.cancelled = true;
-            return result;
+        if (!session.prefill(prompt, start.maxNewTokens, stopRequested)) {
+            *cancelled = true;
+            return start;
         }
         start.prefilled = true;
         start.prefillMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
-    if (stop()) {
-        result.cancelled = true;
-        return result;
+    if (stopRequested && stopRequested()) {
+        *cancelled = true;
+        return start;
     }
 
     // 2. The edit. Without the vectors its operator needs, the plan edits nothing.
@@ -53,6 +52,16 @@ SteeredRunResult runSteered(Session& session, const Prompt& prompt, const Steeri
     } else {
         start.steered = applyPlan(session, plan);
     }
+    return start;
+}
+
+SteeredRunResult runSteered(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
+                            const SteeredRunCallbacks& callbacks) {
+    SteeredRunResult result;
+    auto stop = [&] { return callbacks.stopRequested && callbacks.stopRequested(); };
+    result.start = prepareSteeredRun(session, prompt, plan, generation, callbacks.stopRequested, &result.cancelled);
+    if (result.cancelled) return result;
+    const SteeredRunStart& start = result.start;
 
     // 3-4. Both answers, with the budget that fits.
     GenerationOptions fitted = generation;

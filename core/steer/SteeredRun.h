@@ -51,6 +51,12 @@ struct SteeredRunCallbacks {
     std::function<bool()> stopRequested;
 };
 
+// Steps 1-3 alone: the session prefilled (or reused), the edited cache and the budget. Eval
+// prepares several questions this way and decodes their pairs as one batch. `cancelled` is set
+// when stopRequested ended the prefill (nothing else is then filled in).
+SteeredRunStart prepareSteeredRun(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
+                                  const std::function<bool()>& stopRequested, bool* cancelled);
+
 // Prefills `session` with `prompt` unless it already holds it. False when stopRequested ended the
 // prefill (the session is then unprefilled).
 bool ensurePrefilled(Session& session, const Prompt& prompt, int64_t reserveTokens, const std::function<bool()>& stopRequested = {});

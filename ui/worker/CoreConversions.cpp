@@ -27,6 +27,7 @@ QString remedyText(kvsteer::Remedy r) {
     case kvsteer::Remedy::KeepStoredDtype:
         return QStringLiteral("Choose Weights “as stored in the checkpoint” in Edit → Preferences to keep its own 16-bit dtypes.");
     case kvsteer::Remedy::FewerNewTokens: return QStringLiteral("Lower “Max tokens” to shrink the KV cache.");
+    case kvsteer::Remedy::SkipBadItems: return QStringLiteral("Tick “Skip bad items” to evaluate the rest.");
     case kvsteer::Remedy::MatchingKeySpace:
         return QStringLiteral("Compute or import vectors in the key space this operator needs (Steering panel).");
     }
