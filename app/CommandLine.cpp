@@ -11,7 +11,11 @@ void CommandLine::parse(int argc, char** argv, int first) {
     for (int i = first; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") throw HelpRequested{};
-        if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "'");
+        if (arg.rfind("--", 0) != 0) {
+            if (!positionalAllowed_) throw UsageError("unexpected argument '" + arg + "'");
+            positional_.push_back(arg);
+            continue;
+        }
         std::string name = arg.substr(2), value;
         if (auto eq = name.find('='); eq != std::string::npos) {
             value = name.substr(eq + 1);

@@ -20,6 +20,10 @@ public:
     // for --help / -h (not when it is an option's value: --prompt --help is a prompt).
     void parse(int argc, char** argv, int first);
 
+    // Lets parse() keep arguments that are not options (eval-merge's shard folders), in order.
+    void acceptPositional() { positionalAllowed_ = true; }
+    const std::vector<std::string>& positional() const { return positional_; }
+
     bool has(const std::string& name) const;
     std::string get(const std::string& name, const std::string& fallback = "") const;
     int getInt(const std::string& name, int fallback) const;
@@ -35,6 +39,8 @@ public:
 private:
     std::set<std::string> options_, flags_;
     std::map<std::string, std::string> values_;
+    bool positionalAllowed_ = false;
+    std::vector<std::string> positional_;
 };
 
 struct UsageError : std::runtime_error {

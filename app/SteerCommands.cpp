@@ -2,6 +2,7 @@
 
 #include "CliOptions.h"
 #include "CommandLine.h"
+#include "PlanFlags.h"
 #include "Error.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
@@ -13,7 +14,6 @@
 #include "steer/SteeredRun.h"
 #include "steer/SteeringPlan.h"
 #include "steer/LayerRange.h"
-#include "io/NumberList.h"
 
 #include <ATen/ops/ones.h>
 #include <nlohmann/json.hpp>
@@ -30,25 +30,6 @@ namespace kvsteer {
 
 namespace {
 
-// A flag's value read by one of core's parsers: its complaint names the flag (a usage error).
-template <class Parse>
-auto flagValue(const std::string& flag, Parse&& parse) {
-    try {
-        return parse();
-    } catch (const Error& e) {
-        throw UsageError("--" + flag + ": " + e.what());
-    }
-}
-
-// A comma-separated list of numbers: core's parser names the flag itself.
-std::vector<double> numbersFlag(const CommandLine& cl, const std::string& flag) {
-    try {
-        return parseNumberList(cl.get(flag), "--" + flag);
-    } catch (const Error& e) {
-        throw UsageError(e.what());
-    }
-}
-
 // The plan every steering command builds from the same options: the command line as
 // PlanOptions (text -> numbers, through core's parsers), then core's makePlan over the prompt's
 // span (the studio builds its plans through the same function). Vector-file suggestions fill what
@@ -63,22 +44,7 @@ PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const Visu
     const int layers = model.config().text.numLayers;
     std::optional<SteeringVectors> vectors;
     if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
-    PlanOptions o;
-    o.op = cl.get("operator", "");
-    if (!o.op.empty()) flagValue("operator", [&] { return parseOperator(o.op); });
-    if (cl.has("layers")) o.layers = flagValue("layers", [&] { return parseLayerSet(cl.get("layers"), layers); });
-    if (cl.has("heads")) {
-        try {
-            o.heads = parseIndexList(cl.get("heads"), "--heads");
-        } catch (const Error& e) {
-            throw UsageError(e.what());
-        }
-    }
-    if (cl.has("ck")) o.ck = numbersFlag(cl, "ck");
-    if (cl.has("cv")) o.cv = numbersFlag(cl, "cv");
-    o.propagate = cl.has("propagate");
-    o.ablateTo = cl.get("ablate-to", "mean");
-    if (o.ablateTo != "mean" && o.ablateTo != "zero") throw UsageError("--ablate-to must be mean or zero");
+    const PlanOptions o = planOptionsFromFlags(cl, layers);
     const at::Tensor strength = cl.has("mask") ? loadMask(cl.get("mask"), span.gridHeight, span.gridWidth) : at::Tensor();
     in.plan = makePlan(o, vectors ? &*vectors : nullptr, in.info, strength, span, layers);
     if (operatorNeedsVectors(in.plan.op) && !vectors) throw UsageError("operator '" + operatorName(in.plan.op) + "' needs --vectors FILE");
@@ -89,11 +55,6 @@ std::string oneLine(std::string s) {
     for (char& c : s)
         if (c == '\n' || c == '\r' || c == '|') c = ' ';
     return s;
-}
-
-std::set<std::string> planOptionNames() {
-    return withOptions({"image", "prompt", "vectors", "mask", "layers", "heads", "ck", "cv", "operator",
-                        "ablate-to"}, generationOptionNames());
 }
 
 // --prompt in the family's template, or as is with --raw-prompt (the same meaning in every command).
@@ -185,7 +146,7 @@ int commandExtract(int argc, char** argv) {
     info.ck = cl.has("ck") ? numbersFlag(cl, "ck") : std::vector<double>{1.0};
     info.cv = cl.has("cv") ? numbersFlag(cl, "cv") : std::vector<double>{1.0};
     if (cl.has("layers"))
-        info.layers = flagValue("layers", [&] { return parseLayerSet(cl.get("layers"), model->config().text.numLayers); });
+        info.layers = layersFlag(cl, model->config().text.numLayers);
     saveSteeringFile(cl.get("out"), vectors, info);
     std::cerr << "wrote " << cl.get("out") << " (" << recipe << ", " << keySpaceName(vectors.keySpace) << ", "
               << (vectors.perPosition() ? "per position" : "per head") << ")\n";
@@ -241,8 +202,12 @@ int commandSweep(int argc, char** argv) {
     // product, run by the core's atlas (the studio's Atlas dock runs the same code): greedy, the
     // cells decoded --batch at a time from the one snapshot, each classified against the
     // unsteered answer (same / different / degenerate, see core/steer/Atlas.h).
-    const std::vector<LayerRange> layerSettings =
-        flagValue("layers", [&] { return parseLayerRanges(cl.get("layers", "all"), layerCount); });
+    std::vector<LayerRange> layerSettings;
+    try {
+        layerSettings = parseLayerRanges(cl.get("layers", "all"), layerCount);
+    } catch (const Error& e) {
+        throw UsageError(std::string("--layers: ") + e.what());
+    }
     // Every setting replaces the plan's layers: its --layers items are not one plan's layer set.
     PlanInputs base = planFromOptions(cl.without("layers"), *model, prompt.span);
     // Unset, c_k and c_v keep the plan's (the vector file's suggestion, else 1): the demo file's

@@ -48,6 +48,20 @@ const std::vector<CommandHelp>& commands() {
                   "repeats, or an empty answer, where the unsteered answer shows none of it)",
          {"(the steer options) --ck LIST --cv LIST --layers all|early|middle|late|A-B,... [--batch 1..8] [--csv | --json]"},
          kModelNote | kPromptNote | kMaskNote | kJsonNote, false},
+        {"eval", "Scores a steering setting on a dataset (JSONL: POPE's question_id/image/text/label, or\n"
+                 "id/image/question/answer with an optional mask or box): every item answered unsteered and steered,\n"
+                 "both scored, the differences with paired-bootstrap 95 % intervals and McNemar's p. The image's\n"
+                 "prefix is computed once for all its questions (causal families); rows of several questions\n"
+                 "decode as one batch. Items go to DIR/items.jsonl as they finish: the same command continues a\n"
+                 "stopped or killed run; SIGINT/SIGTERM stop after the current batch",
+         {"--data FILE.jsonl [--images DIR] --out DIR [--metric pope|exact|contains] [--batch 2..8] [--shard K/N]",
+          "[--no-prefix-reuse] [--skip-bad] [--json] (the steer options: --vectors --mask --layers --heads --ck --cv",
+          "--operator --ablate-to --propagate --max-new-tokens)"},
+         kModelNote | kMaskNote | kJsonNote, false},
+        {"eval-merge", "Merges the folders of an eval's shards into the summary one unsharded run gives (refuses\n"
+                       "shards of another run, missing or incomplete shards, and items in two shards)",
+         {"--out DIR SHARD_DIR... [--json]"},
+         kJsonNote, false},
         {"make-random", "Writes a model of a preset's real shapes with random weights (for bench)",
          {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro --dtype f32|f16|bf16 --out DIR",
           "[--tokenizer-from DIR] [--seed S] [--shard-gb G]"},
@@ -66,6 +80,10 @@ const std::vector<CommandHelp>& commands() {
          {"[--model DIR] [--n N] [--seed S] [--max-new-tokens N] [--threads N] [--json] [--show-failures K]"}, kModelNote, true},
         {"demo-corpus", "Writes the text spm_train learns the demo tokenizer from", {"--out FILE [--scenes N] [--seed S]"}, 0, true},
         {"demo-images", "Writes a few ShapeWorld PNGs, e.g. the red/blue circle pair", {"--out DIR [--pair-seed S --pair-index N]"}, 0, true},
+        {"demo-pope", "Writes a POPE-style set on fresh ShapeWorld scenes: per scene one \"Is there a <colour> <shape>?\" per\n"
+                      "shape (yes) and as many absent ones (no: random, popular, adversarial), each with a box",
+         {"--out DIR [--images N] [--seed S]"},
+         0, true},
     };
     return all;
 }

@@ -7,6 +7,7 @@
 #include "CommandLine.h"
 #include "SteerCommands.h"
 #include "DemoCommands.h"
+#include "EvalCommands.h"
 #include "Usage.h"
 #include "Error.h"
 #include "models/ModelRegistry.h"
@@ -133,7 +134,8 @@ Command findCommand(const std::string& name) {
         {"generate", commandGenerate},   {"inspect", commandInspect},       {"make-random", commandMakeRandom},
         {"extract", commandExtract},     {"steer", commandSteer},           {"sweep", commandSweep},
         {"demo-steer", commandDemoSteer}, {"train-demo", commandTrainDemo}, {"eval-demo", evalDemo},
-        {"demo-corpus", commandDemoCorpus}, {"demo-images", commandDemoImages},
+        {"demo-corpus", commandDemoCorpus}, {"demo-images", commandDemoImages}, {"eval", commandEval},
+        {"eval-merge", commandEvalMerge},   {"demo-pope", commandDemoPope},
     };
     for (const auto& [n, f] : table)
         if (n == name) return f;

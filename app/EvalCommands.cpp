@@ -1,0 +1,240 @@
+#include "EvalCommands.h"
+
+#include "CliOptions.h"
+#include "CommandLine.h"
+#include "Error.h"
+#include "PlanFlags.h"
+#include "demo/DemoPope.h"
+#include "eval/EvalReport.h"
+#include "eval/EvalRun.h"
+#include "io/TextFile.h"
+#include "models/ModelRegistry.h"
+#include "steer/SteeringOperator.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <unistd.h>
+
+namespace kvsteer {
+
+namespace {
+
+// SIGINT / SIGTERM ask the run to stop after the current batch (the files stay whole).
+std::atomic<bool> gStop{false};
+extern "C" void requestStop(int) { gStop = true; }
+
+struct Shard {
+    int index = 0, count = 1;
+};
+
+Shard parseShard(const std::string& text) {
+    const auto slash = text.find('/');
+    try {
+        if (slash != std::string::npos) {
+            size_t a = 0, b = 0;
+            const int k = std::stoi(text.substr(0, slash), &a), n = std::stoi(text.substr(slash + 1), &b);
+            if (a == slash && b == text.size() - slash - 1 && n >= 1 && k >= 0 && k < n) return {k, n};
+        }
+    } catch (const std::exception&) {
+    }
+    throw UsageError("--shard '" + text + "': expected K/N with 0 <= K < N (e.g. 0/8)");
+}
+
+// The steering spec as text whose hash a resumed run and a shard must match: every plan flag, the
+// vector file's bytes, the mask and how the answers are chosen.
+std::string steeringHash(const CommandLine& cl, const GenerationOptions& g) {
+    nlohmann::ordered_json spec;
+    for (const char* flag : {"operator", "layers", "heads", "ck", "cv", "ablate-to", "mask"}) spec[flag] = cl.get(flag, "");
+    spec["propagate"] = cl.has("propagate");
+    spec["vectors"] = cl.has("vectors") ? hexHash(stableHash(readTextFile(cl.get("vectors")))) : "";
+    spec["sampling"] = {g.sampling.temperature, g.sampling.topK, g.sampling.topP, g.sampling.seed};
+    return hexHash(stableHash(spec.dump()));
+}
+
+// What will be applied, said once on stderr before the run.
+void echoPlan(const EvalSteering& s, const EvalOptions& o, const Model& model, size_t items, const Shard& shard, size_t done) {
+    auto list = [](const std::vector<double>& v) {
+        std::string t;
+        for (double x : v) t += (t.empty() ? "" : ",") + nlohmann::json(x).dump();
+        return t.empty() ? std::string("(the file's, else 1)") : t;
+    };
+    std::string layers = "(the file's, else all)";
+    if (s.plan.layers) {
+        layers.clear();
+        for (int l : *s.plan.layers) layers += (layers.empty() ? "" : ",") + std::to_string(l);
+        if (layers.empty()) layers = "all";
+    }
+    const std::string op = !s.plan.op.empty() ? s.plan.op : !s.vectorsInfo.operatorName.empty() ? s.vectorsInfo.operatorName : "add";
+    std::cerr << "eval: " << items << " items" << (shard.count > 1 ? " in shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) : "")
+              << (done ? " (" + std::to_string(done) + " done before: continuing)" : "") << ", model " << model.config().name << ", metric "
+              << evalMetricName(o.metric) << "\n      operator " << op << ", c_k " << list(s.plan.ck) << ", c_v " << list(s.plan.cv) << ", layers "
+              << layers << (s.plan.propagate ? ", propagate" : ", edit-only") << "\n      cells: an item's mask or box, else "
+              << (!s.mask.empty() ? "--mask " + s.mask : "the vector file's mask, else every cell") << "; prefix reuse "
+              << (o.prefixReuse ? "on" : "off") << ", " << o.batchRows << " rows per batch, up to " << o.generation.maxNewTokens << " new tokens\n";
+}
+
+void printSummary(const nlohmann::ordered_json& s) {
+    std::printf("| metric | unsteered | steered | steered - unsteered | 95 %% CI |\n|---|---|---|---|---|\n");
+    for (auto it = s.at("unsteered").begin(); it != s.at("unsteered").end(); ++it) {
+        const auto& d = s.at("difference").at(it.key());
+        std::printf("| %s | %.3f | %.3f | %+.3f | [%+.3f, %+.3f] |\n", it.key().c_str(), it.value().get<double>(),
+                    s.at("steered").at(it.key()).get<double>(), d.at("value").get<double>(), d.at("ci95")[0].get<double>(),
+                    d.at("ci95")[1].get<double>());
+    }
+    const auto& o = s.at("outcomes");
+    std::printf("\n%lld items; steering changed %.1f %% of the answers (same %lld, different %lld, degenerate %lld); McNemar p = %.4g\n",
+                static_cast<long long>(s.at("items").get<int64_t>()), 100 * s.at("changed_fraction").get<double>(),
+                static_cast<long long>(o.at("same").get<int64_t>()), static_cast<long long>(o.at("different").get<int64_t>()),
+                static_cast<long long>(o.at("degenerate").get<int64_t>()), s.at("mcnemar_p").get<double>());
+}
+
+// "12 / 300 items, 1.8 items/s, ETA 2m40s" on one terminal line.
+class Progress {
+public:
+    Progress(size_t total, size_t done) : total_(total), done_(done), start_(done), tty_(::isatty(2)) {}
+    void item() {
+        ++done_;
+        if (!tty_) return;
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+        const double rate = s > 0 ? double(done_ - start_) / s : 0;
+        const double eta = rate > 0 ? double(total_ - done_) / rate : 0;
+        std::fprintf(stderr, "\r%zu / %zu items, %.2f items/s, ETA %dm%02ds   ", done_, total_, rate, int(eta) / 60, int(eta) % 60);
+        if (done_ == total_) std::fprintf(stderr, "\n");
+    }
+
+private:
+    size_t total_, done_, start_;
+    bool tty_;
+    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+} // namespace
+
+int commandEval(int argc, char** argv) {
+    std::set<std::string> options = withOptions(planOptionNames(), {"data", "images", "out", "metric", "batch", "shard"});
+    options.erase("image");
+    options.erase("prompt");
+    CommandLine cl(withOptions(options, modelOptionNames()), {"propagate", "no-prefix-reuse", "skip-bad", "json"});
+    cl.parse(argc, argv, 2);
+    if (!cl.has("data") || !cl.has("out")) throw UsageError("eval needs --data FILE.jsonl and --out DIR");
+    EvalOptions o;
+    try {
+        o.metric = parseEvalMetric(cl.get("metric", "pope"));
+    } catch (const Error& e) {
+        throw UsageError(std::string("--metric: ") + e.what());
+    }
+    o.batchRows = cl.getInt("batch", 8);
+    if (o.batchRows < 2 || o.batchRows > 8) throw UsageError("--batch must be 2..8 (rows per forward pass, two per question)");
+    o.prefixReuse = !cl.has("no-prefix-reuse");
+    o.skipBad = cl.has("skip-bad");
+    o.generation = generationOptions(cl, 32);
+    const Shard shard = cl.has("shard") ? parseShard(cl.get("shard")) : Shard();
+
+    const EvalDataset dataset = loadEvalDataset(cl.get("data"), cl.get("images", ""), o.skipBad);
+    auto model = loadModel(cl);
+    EvalSteering steering;
+    std::optional<SteeringVectors> vectors;
+    if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), *model, &steering.vectorsInfo);
+    steering.vectors = vectors ? &*vectors : nullptr;
+    steering.plan = planOptionsFromFlags(cl, model->config().text.numLayers);
+    steering.mask = cl.get("mask", "");
+    const std::string op = !steering.plan.op.empty() ? steering.plan.op : !steering.vectorsInfo.operatorName.empty() ? steering.vectorsInfo.operatorName : "add";
+    if (operatorNeedsVectors(parseOperator(op)) && !vectors) throw UsageError("operator '" + op + "' needs --vectors FILE");
+
+    std::vector<const EvalItem*> todo;
+    for (const EvalItem& item : dataset.items)
+        if (inShard(item, shard.index, shard.count)) todo.push_back(&item);
+    RunIdentity identity;
+    identity.datasetPath = dataset.path;
+    identity.datasetHash = dataset.hash;
+    identity.datasetItems = int64_t(dataset.items.size());
+    identity.modelDirectory = model->directory();
+    identity.modelConfigHash = model->config().configHash;
+    identity.steeringHash = steeringHash(cl, o.generation);
+    identity.metric = evalMetricName(o.metric);
+    identity.maxNewTokens = o.generation.maxNewTokens;
+    identity.shardIndex = shard.index;
+    identity.shardCount = shard.count;
+    identity.shardItems = int64_t(todo.size());
+    const std::string out = cl.get("out");
+    openRunDirectory(out, identity);
+
+    // Continue where a stopped or killed run left off: its items (and skipped items) are done.
+    const std::vector<nlohmann::json> before = readDoneItems(out), skippedBefore = readSkipped(out);
+    std::set<std::string> done;
+    for (const auto& j : before) done.insert(j.at("id").get<std::string>());
+    for (const auto& j : skippedBefore) done.insert(j.value("id", ""));
+    ItemWriter writer(out);
+    if (before.empty() && skippedBefore.empty())
+        for (const BadLine& b : dataset.bad) writer.skipped("", b.line, b.error);
+    std::vector<const EvalItem*> remaining;
+    for (const EvalItem* item : todo)
+        if (!done.count(item->id)) remaining.push_back(item);
+    echoPlan(steering, o, *model, todo.size(), shard, todo.size() - remaining.size());
+
+    std::signal(SIGINT, requestStop);
+    std::signal(SIGTERM, requestStop);
+    Progress progress(todo.size(), todo.size() - remaining.size());
+    EvalCallbacks callbacks;
+    callbacks.onItem = [&](const EvalItemResult& r) {
+        writer.write(itemJson(r, o.metric));
+        progress.item();
+    };
+    callbacks.onSkipped = [&](const EvalItem& item, const std::string& error) {
+        writer.skipped(item.id, item.line, error);
+        std::cerr << "skipped: " << error << "\n";
+    };
+    callbacks.stopRequested = [] { return gStop.load(); };
+    const EvalTotals totals = runEval(model, remaining, steering, o, callbacks);
+    if (totals.stopped) {
+        std::cerr << "\neval: stopped after " << totals.items << " more items; " << out
+                  << " holds every finished item. Run the same command again to continue.\n";
+        return 130;
+    }
+    RunTimings timings;
+    timings.seconds = totals.totalMs / 1000;
+    timings.prefillMs = totals.prefillMs;
+    timings.decodeMs = totals.decodeMs;
+    timings.itemsTimed = totals.items;
+    const nlohmann::ordered_json summary = summarize(identity, readDoneItems(out), timings, readSkipped(out));
+    writeSummaryFiles(out, summary);
+    if (cl.has("json")) {
+        std::cout << summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    } else {
+        printSummary(summary);
+        std::cout << "wrote " << out << "/{items.jsonl, summary.json, summary.csv, metrics.svg}\n";
+    }
+    return 0;
+}
+
+int commandEvalMerge(int argc, char** argv) {
+    CommandLine cl({"out"}, {"json"});
+    cl.acceptPositional();
+    cl.parse(argc, argv, 2);
+    if (!cl.has("out") || cl.positional().empty()) throw UsageError("eval-merge needs --out DIR and the shard folders");
+    const nlohmann::ordered_json summary = mergeShards(cl.positional(), cl.get("out"));
+    if (cl.has("json")) std::cout << summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    else printSummary(summary);
+    return 0;
+}
+
+int commandDemoPope(int argc, char** argv) {
+    CommandLine cl({"out", "images", "seed"}, {});
+    cl.parse(argc, argv, 2);
+    if (!cl.has("out")) throw UsageError("demo-pope needs --out DIR");
+    demo::DemoPopeOptions o;
+    o.images = cl.getInt("images", o.images);
+    o.seed = cl.getU64("seed", o.seed);
+    if (o.images < 1) throw UsageError("--images must be >= 1");
+    const int items = demo::writeDemoPope(cl.get("out"), o);
+    std::cerr << "wrote " << items << " questions about " << o.images << " scenes to " << cl.get("out") << "/pope.jsonl\n";
+    return 0;
+}
+
+} // namespace kvsteer

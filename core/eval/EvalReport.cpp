@@ -1,0 +1,372 @@
+#include "eval/EvalReport.h"
+
+#include "Error.h"
+#include "eval/PairedStatistics.h"
+#include "io/TextFile.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+namespace kvsteer {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+ordered_json identityJson(const RunIdentity& id) {
+    return {{"kvsteer_version", KVSTEER_VERSION},
+            {"dataset", {{"path", id.datasetPath}, {"hash", id.datasetHash}, {"items", id.datasetItems}}},
+            {"model", {{"directory", id.modelDirectory}, {"config_hash", id.modelConfigHash}}},
+            {"steering_hash", id.steeringHash},
+            {"metric", id.metric},
+            {"max_new_tokens", id.maxNewTokens},
+            {"shard", {{"index", id.shardIndex}, {"count", id.shardCount}, {"items", id.shardItems}}}};
+}
+
+RunIdentity identityFrom(const json& j, const std::string& file) {
+    try {
+        RunIdentity id;
+        id.datasetPath = j.at("dataset").at("path").get<std::string>();
+        id.datasetHash = j.at("dataset").at("hash").get<std::string>();
+        id.datasetItems = j.at("dataset").at("items").get<int64_t>();
+        id.modelDirectory = j.at("model").at("directory").get<std::string>();
+        id.modelConfigHash = j.at("model").at("config_hash").get<std::string>();
+        id.steeringHash = j.at("steering_hash").get<std::string>();
+        id.metric = j.at("metric").get<std::string>();
+        id.maxNewTokens = j.at("max_new_tokens").get<int>();
+        id.shardIndex = j.at("shard").at("index").get<int>();
+        id.shardCount = j.at("shard").at("count").get<int>();
+        id.shardItems = j.at("shard").at("items").get<int64_t>();
+        return id;
+    } catch (const json::exception& e) {
+        throw Error(file + ": not a kvsteer eval run file (" + e.what() + ")");
+    }
+}
+
+// The fields two runs must share to be one run: what differs, as "dataset (a != b)", ...
+std::vector<std::string> differences(const RunIdentity& a, const RunIdentity& b, bool sameShard) {
+    std::vector<std::string> d;
+    auto check = [&](const char* what, const std::string& x, const std::string& y) {
+        if (x != y) d.push_back(std::string(what) + " (" + x + " there, " + y + " here)");
+    };
+    check("dataset hash", a.datasetHash, b.datasetHash);
+    check("model config hash", a.modelConfigHash, b.modelConfigHash);
+    check("steering spec hash", a.steeringHash, b.steeringHash);
+    check("metric", a.metric, b.metric);
+    check("max new tokens", std::to_string(a.maxNewTokens), std::to_string(b.maxNewTokens));
+    check("shard count", std::to_string(a.shardCount), std::to_string(b.shardCount));
+    if (sameShard) check("shard", std::to_string(a.shardIndex), std::to_string(b.shardIndex));
+    return d;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+    std::string s;
+    for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
+    return s;
+}
+
+// The scores summarize() reads back from an item line.
+ScoredAnswer scoredFrom(const json& item, const char* condition) {
+    ScoredAnswer s;
+    s.correct = item.at(condition).at("correct").get<bool>();
+    s.saidYes = item.at(condition).value("said_yes", false);
+    s.labelYes = item.value("label_yes", false);
+    return s;
+}
+
+std::vector<json> readLines(const std::string& path) {
+    std::vector<json> lines;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) lines.push_back(json::parse(line));
+    return lines;
+}
+
+std::string fixed(double v, int digits) {
+    std::ostringstream s;
+    s.setf(std::ios::fixed);
+    s.precision(digits);
+    s << v;
+    return s.str();
+}
+
+// Bars of each metric, unsteered beside steered, and below them each difference with its interval.
+std::string metricsSvg(const ordered_json& summary) {
+    const ordered_json& u = summary.at("unsteered");
+    const ordered_json& s = summary.at("steered");
+    const ordered_json& diff = summary.at("difference");
+    const int n = int(u.size()), slot = 120, left = 60, top = 40, barH = 200, width = left + n * slot + 40;
+    std::ostringstream o;
+    o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"470\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << left << "\" y=\"22\" font-size=\"14\">" << summary.at("items").get<int64_t>() << " items, metric "
+      << summary.at("metric").get<std::string>() << ": unsteered (grey) and steered (blue)</text>\n"
+      << "<line x1=\"" << left << "\" y1=\"" << top + barH << "\" x2=\"" << width - 20 << "\" y2=\"" << top + barH << "\" stroke=\"#444\"/>\n";
+    int i = 0;
+    for (auto it = u.begin(); it != u.end(); ++it, ++i) {
+        const double a = it.value().get<double>(), b = s.at(it.key()).get<double>();
+        const int x = left + i * slot + 20;
+        auto bar = [&](int bx, double v, const char* color) {
+            const int h = int(v * barH);
+            o << "<rect x=\"" << bx << "\" y=\"" << top + barH - h << "\" width=\"36\" height=\"" << h << "\" fill=\"" << color << "\"/>\n"
+              << "<text x=\"" << bx + 18 << "\" y=\"" << top + barH - h - 4 << "\" text-anchor=\"middle\">" << fixed(v, 3) << "</text>\n";
+        };
+        bar(x, a, "#9aa0a6");
+        bar(x + 40, b, "#1a73e8");
+        o << "<text x=\"" << x + 38 << "\" y=\"" << top + barH + 16 << "\" text-anchor=\"middle\">" << it.key() << "</text>\n";
+        // The difference on a -1 .. 1 scale, with its 95 % interval.
+        const ordered_json& d = diff.at(it.key());
+        const int mid = top + barH + 120, scale = 80;
+        auto y = [&](double v) { return mid - int(v * scale); };
+        o << "<line x1=\"" << x << "\" y1=\"" << mid << "\" x2=\"" << x + 76 << "\" y2=\"" << mid << "\" stroke=\"#ccc\"/>\n"
+          << "<line x1=\"" << x + 38 << "\" y1=\"" << y(d.at("ci95")[0].get<double>()) << "\" x2=\"" << x + 38 << "\" y2=\""
+          << y(d.at("ci95")[1].get<double>()) << "\" stroke=\"#d93025\" stroke-width=\"2\"/>\n"
+          << "<circle cx=\"" << x + 38 << "\" cy=\"" << y(d.at("value").get<double>()) << "\" r=\"4\" fill=\"#d93025\"/>\n"
+          << "<text x=\"" << x + 38 << "\" y=\"" << mid + scale + 16 << "\" text-anchor=\"middle\">" << fixed(d.at("value").get<double>(), 3)
+          << " [" << fixed(d.at("ci95")[0].get<double>(), 3) << ", " << fixed(d.at("ci95")[1].get<double>(), 3) << "]</text>\n";
+    }
+    o << "<text x=\"" << left << "\" y=\"" << top + barH + 40 << "\">steered - unsteered, 95 % paired-bootstrap interval (axis -1 .. 1)</text>\n"
+      << "</svg>\n";
+    return o.str();
+}
+
+std::string summaryCsv(const ordered_json& summary) {
+    std::ostringstream o;
+    o << "metric,unsteered,steered,difference,ci95_lo,ci95_hi\n";
+    for (auto it = summary.at("unsteered").begin(); it != summary.at("unsteered").end(); ++it) {
+        const ordered_json& d = summary.at("difference").at(it.key());
+        o << it.key() << "," << it.value().get<double>() << "," << summary.at("steered").at(it.key()).get<double>() << ","
+          << d.at("value").get<double>() << "," << d.at("ci95")[0].get<double>() << "," << d.at("ci95")[1].get<double>() << "\n";
+    }
+    o << "changed_fraction," << summary.at("changed_fraction").get<double>() << ",,,,\n";
+    o << "mcnemar_p," << summary.at("mcnemar_p").get<double>() << ",,,,\n";
+    return o.str();
+}
+
+} // namespace
+
+bool inShard(const EvalItem& item, int shardIndex, int shardCount) {
+    return shardCount <= 1 || int(stableHash(item.id) % uint64_t(shardCount)) == shardIndex;
+}
+
+void openRunDirectory(const std::string& dir, const RunIdentity& identity) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (!fs::is_directory(dir)) throw Error("output folder " + dir + ": cannot create it");
+    const std::string file = (fs::path(dir) / "run.json").string();
+    if (fs::exists(file)) {
+        const RunIdentity there = readRunIdentity(dir);
+        const std::vector<std::string> d = differences(there, identity, true);
+        if (!d.empty()) throw Error("output folder " + dir + " holds another run: " + joined(d) + " (use a new folder)");
+        return;
+    }
+    writeTextAtomically(file, identityJson(identity).dump(2) + "\n");
+}
+
+RunIdentity readRunIdentity(const std::string& dir) {
+    const std::string file = (fs::path(dir) / "run.json").string();
+    json j;
+    try {
+        j = json::parse(readTextFile(file));
+    } catch (const json::exception& e) {
+        throw Error(file + ": not valid JSON (" + e.what() + ")");
+    }
+    return identityFrom(j, file);
+}
+
+std::vector<json> readDoneItems(const std::string& dir) {
+    const std::string path = (fs::path(dir) / "items.jsonl").string();
+    if (!fs::exists(path)) return {};
+    const std::string text = readTextFile(path);
+    std::vector<json> done;
+    size_t at = 0, kept = 0;   // kept: bytes of whole, valid lines
+    while (at < text.size()) {
+        const size_t end = text.find('\n', at);
+        const bool last = end == std::string::npos || end + 1 >= text.size();
+        bool whole = end != std::string::npos;   // a line without its newline was cut short
+        if (whole) {
+            try {
+                done.push_back(json::parse(text.substr(at, end - at)));
+            } catch (const json::exception&) {
+                whole = false;
+            }
+        }
+        if (!whole) {
+            if (!last) throw Error(path + ": line " + std::to_string(done.size() + 1) + " is not valid JSON and is not the last line");
+            break;
+        }
+        at = kept = end + 1;
+    }
+    if (kept < text.size()) fs::resize_file(path, kept);   // a killed run's torn last line
+    return done;
+}
+
+std::vector<json> readSkipped(const std::string& dir) {
+    const std::string path = (fs::path(dir) / "skipped.jsonl").string();
+    return fs::exists(path) ? readLines(path) : std::vector<json>();
+}
+
+ItemWriter::ItemWriter(const std::string& dir) {
+    items_ = std::fopen((fs::path(dir) / "items.jsonl").c_str(), "ab");
+    skipped_ = std::fopen((fs::path(dir) / "skipped.jsonl").c_str(), "ab");
+    if (!items_ || !skipped_) throw Error("output folder " + dir + ": cannot write items.jsonl / skipped.jsonl");
+}
+
+ItemWriter::~ItemWriter() {
+    if (items_) std::fclose(items_);
+    if (skipped_) std::fclose(skipped_);
+}
+
+void ItemWriter::write(const json& line) {
+    const std::string s = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    if (std::fwrite(s.data(), 1, s.size(), items_) != s.size() || std::fflush(items_) != 0 || ::fsync(fileno(items_)) != 0)
+        throw Error("cannot append to items.jsonl");
+}
+
+void ItemWriter::skipped(const std::string& id, int line, const std::string& error) {
+    const std::string s = ordered_json{{"id", id}, {"line", line}, {"error", error}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    std::fwrite(s.data(), 1, s.size(), skipped_);
+    std::fflush(skipped_);
+}
+
+ordered_json itemJson(const EvalItemResult& r, EvalMetric metric) {
+    auto condition = [&](const Generation& g, const ScoredAnswer& s) {
+        ordered_json c = {{"ids", g.ids}, {"text", g.text}, {"correct", s.correct}};
+        if (metric == EvalMetric::Pope) c["said_yes"] = s.saidYes;
+        return c;
+    };
+    ordered_json j = {{"index", r.item->index}, {"id", r.item->id}, {"question", r.item->question}, {"answers", r.item->answers}};
+    if (metric == EvalMetric::Pope) j["label_yes"] = r.unsteeredScore.labelYes;
+    j["unsteered"] = condition(r.unsteered, r.unsteeredScore);
+    j["steered"] = condition(r.steered, r.steeredScore);
+    j["outcome"] = outcomeName(r.outcome);
+    j["timings"] = {{"prefix_reused", r.prefixReused}, {"prefill_ms", r.prefillMs}, {"edit_ms", r.editMs}, {"decode_ms", r.decodeMs}};
+    return j;
+}
+
+ordered_json summarize(const RunIdentity& identity, std::vector<json> items, const RunTimings& timings, const std::vector<json>& skipped) {
+    std::sort(items.begin(), items.end(), [](const json& a, const json& b) { return a.at("index").get<int64_t>() < b.at("index").get<int64_t>(); });
+    const EvalMetric metric = parseEvalMetric(identity.metric);
+    std::vector<ScoredAnswer> u, s;
+    int64_t changed = 0, b = 0, c = 0;
+    std::map<std::string, int64_t> outcomes{{"same", 0}, {"different", 0}, {"degenerate", 0}};
+    for (const json& item : items) {
+        u.push_back(scoredFrom(item, "unsteered"));
+        s.push_back(scoredFrom(item, "steered"));
+        changed += item.at("unsteered").at("ids") != item.at("steered").at("ids");
+        b += u.back().correct && !s.back().correct;
+        c += !u.back().correct && s.back().correct;
+        ++outcomes[item.at("outcome").get<std::string>()];
+    }
+    const auto mu = metricValues(metric, u), ms = metricValues(metric, s);
+    const auto intervals = pairedBootstrap(metric, u, s);
+    ordered_json unsteered, steered, difference;
+    const std::vector<std::string> order = metric == EvalMetric::Pope ? std::vector<std::string>{"accuracy", "precision", "recall", "f1", "yes_ratio"}
+                                                                      : std::vector<std::string>{"accuracy"};
+    for (const std::string& name : order) {
+        unsteered[name] = mu.at(name);
+        steered[name] = ms.at(name);
+        const Interval ci = intervals.count(name) ? intervals.at(name) : Interval();
+        difference[name] = {{"value", ms.at(name) - mu.at(name)}, {"ci95", {ci.lo, ci.hi}}};
+    }
+    const double n = double(items.size());
+    ordered_json summary = {
+        {"kvsteer_version", KVSTEER_VERSION},
+        {"items", int64_t(items.size())},
+        {"metric", identity.metric},
+        {"unsteered", unsteered},
+        {"steered", steered},
+        {"difference", difference},
+        {"mcnemar_p", mcnemarExactP(b, c)},
+        {"discordant", {{"right_to_wrong", b}, {"wrong_to_right", c}}},
+        {"changed_fraction", n > 0 ? double(changed) / n : 0.0},
+        {"outcomes", outcomes},
+        {"bootstrap", {{"resamples", 2000}, {"seed", 20261126}}},
+        {"hashes",
+         {{"dataset", identity.datasetHash},
+          {"model_config", identity.modelConfigHash},
+          {"steering_spec", identity.steeringHash}}},
+        {"dataset", identity.datasetPath},
+        {"model_directory", identity.modelDirectory},
+        {"max_new_tokens", identity.maxNewTokens},
+        {"skipped", skipped},
+        {"timings",
+         {{"items_per_s", timings.seconds > 0 ? double(timings.itemsTimed) / timings.seconds : 0.0},
+          {"prefill_ms", timings.prefillMs},
+          {"decode_ms", timings.decodeMs},
+          {"seconds", timings.seconds}}},
+    };
+    return summary;
+}
+
+void writeSummaryFiles(const std::string& dir, const ordered_json& summary) {
+    writeTextAtomically((fs::path(dir) / "summary.json").string(), summary.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    writeTextAtomically((fs::path(dir) / "summary.csv").string(), summaryCsv(summary));
+    writeTextAtomically((fs::path(dir) / "metrics.svg").string(), metricsSvg(summary));
+}
+
+ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::string& out) {
+    if (shardDirs.empty()) throw Error("eval-merge: no shard folders");
+    std::vector<RunIdentity> ids;
+    for (const std::string& d : shardDirs) ids.push_back(readRunIdentity(d));
+    const RunIdentity& first = ids.front();
+    std::map<int, std::string> byShard;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const std::vector<std::string> d = differences(first, ids[i], false);
+        if (!d.empty()) throw Error("eval-merge: " + shardDirs[i] + " is not a shard of the same run as " + shardDirs[0] + ": " + joined(d));
+        if (!byShard.emplace(ids[i].shardIndex, shardDirs[i]).second)
+            throw Error("eval-merge: shard " + std::to_string(ids[i].shardIndex) + " is given twice (" + byShard[ids[i].shardIndex] + " and " +
+                        shardDirs[i] + ")");
+    }
+    std::vector<std::string> problems;
+    for (int k = 0; k < first.shardCount; ++k)
+        if (!byShard.count(k)) problems.push_back("shard " + std::to_string(k) + "/" + std::to_string(first.shardCount) + " is missing");
+    std::vector<json> items, skipped;
+    std::map<std::string, std::string> seen;   // id -> folder
+    RunTimings timings;
+    for (size_t i = 0; i < shardDirs.size(); ++i) {
+        const std::vector<json> done = readDoneItems(shardDirs[i]);
+        if (int64_t(done.size()) < ids[i].shardItems)
+            problems.push_back(shardDirs[i] + " is not complete (" + std::to_string(done.size()) + " of " + std::to_string(ids[i].shardItems) +
+                               " items)");
+        for (const json& item : done) {
+            const std::string id = item.at("id").get<std::string>();
+            if (seen.count(id)) problems.push_back("item " + id + " is in both " + seen[id] + " and " + shardDirs[i]);
+            seen[id] = shardDirs[i];
+            items.push_back(item);
+        }
+        for (const json& s : readSkipped(shardDirs[i])) skipped.push_back(s);
+        const std::string summaryPath = (fs::path(shardDirs[i]) / "summary.json").string();
+        if (fs::exists(summaryPath)) {   // the shards ran side by side: the slowest one's time
+            const json t = json::parse(readTextFile(summaryPath)).at("timings");
+            timings.seconds = std::max(timings.seconds, t.value("seconds", 0.0));
+            timings.prefillMs += t.value("prefill_ms", 0.0);
+            timings.decodeMs += t.value("decode_ms", 0.0);
+        }
+    }
+    if (!problems.empty()) throw Error("eval-merge: " + joined(problems));
+    std::sort(items.begin(), items.end(), [](const json& a, const json& b) { return a.at("index").get<int64_t>() < b.at("index").get<int64_t>(); });
+    timings.itemsTimed = int64_t(items.size());
+    RunIdentity merged = first;
+    merged.shardIndex = 0;
+    merged.shardCount = 1;
+    merged.shardItems = int64_t(items.size());
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    writeTextAtomically((fs::path(out) / "run.json").string(), identityJson(merged).dump(2) + "\n");
+    std::string lines;
+    for (const json& item : items) lines += item.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    writeTextAtomically((fs::path(out) / "items.jsonl").string(), lines);
+    const ordered_json summary = summarize(merged, items, timings, skipped);
+    writeSummaryFiles(out, summary);
+    return summary;
+}
+
+} // namespace kvsteer

@@ -1,0 +1,85 @@
+#pragma once
+// The files of an eval run, in its output folder:
+//   run.json       what the run is: dataset, model, steering spec and metric (by hash), the shard.
+//                  A run continued in the same folder, and shards merged, must match it.
+//   items.jsonl    one line per item, appended and flushed as each batch ends: index, id,
+//                  question, answers, and per condition ("unsteered", "steered") ids, text,
+//                  correct (and said_yes for pope); the outcome class, timings.
+//   skipped.jsonl  the bad lines and items a --skip-bad run recorded
+//   summary.json, summary.csv, metrics.svg   written at the end, each atomically
+// The summary is computed from items.jsonl in dataset order, so a resumed run, a run stopped and
+// continued, and merged shards all give the summary one clean run gives (timings aside).
+#include "eval/EvalRun.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+struct RunIdentity {
+    std::string datasetPath, datasetHash;
+    int64_t datasetItems = 0;
+    std::string modelDirectory, modelConfigHash;
+    std::string steeringHash;
+    std::string metric;
+    int maxNewTokens = 0;
+    int shardIndex = 0, shardCount = 1;
+    int64_t shardItems = 0;          // the items this shard evaluates
+};
+
+// --shard K/N: the item's stable hash of its id, mod N, is K.
+bool inShard(const EvalItem& item, int shardIndex, int shardCount);
+
+// Makes `dir` (when new) and writes run.json, or checks the one there: a run of another dataset,
+// model, steering spec, metric, budget or shard is refused naming each field that differs.
+void openRunDirectory(const std::string& dir, const RunIdentity& identity);
+RunIdentity readRunIdentity(const std::string& dir);
+
+// The items done in `dir` (in file order). A last line cut short by a killed run is removed from
+// the file, so the run continues cleanly after the last whole item.
+std::vector<nlohmann::json> readDoneItems(const std::string& dir);
+
+// The bad lines and items recorded in `dir`'s skipped.jsonl ({"id", "line", "error"}).
+std::vector<nlohmann::json> readSkipped(const std::string& dir);
+
+// Appends lines to items.jsonl / skipped.jsonl, each flushed to disk before the next.
+class ItemWriter {
+public:
+    explicit ItemWriter(const std::string& dir);
+    ~ItemWriter();
+    ItemWriter(const ItemWriter&) = delete;
+    ItemWriter& operator=(const ItemWriter&) = delete;
+    void write(const nlohmann::json& line);
+    void skipped(const std::string& id, int line, const std::string& error);
+
+private:
+    std::FILE* items_ = nullptr;
+    std::FILE* skipped_ = nullptr;
+};
+
+nlohmann::ordered_json itemJson(const EvalItemResult& r, EvalMetric metric);
+
+struct RunTimings {
+    double seconds = 0;              // wall time of the run(s) that made these items
+    double prefillMs = 0, decodeMs = 0;
+    int64_t itemsTimed = 0;          // items evaluated in that time
+};
+
+// The summary of `items` (any order; dataset order is restored): per condition the metric's
+// values, the differences with paired-bootstrap 95 % intervals, McNemar's exact p for accuracy,
+// the fraction of answers steering changed and the outcome classes.
+nlohmann::ordered_json summarize(const RunIdentity& identity, std::vector<nlohmann::json> items, const RunTimings& timings,
+                                 const std::vector<nlohmann::json>& skipped = {});
+
+// summary.json, summary.csv and metrics.svg into `dir`, each atomically.
+void writeSummaryFiles(const std::string& dir, const nlohmann::ordered_json& summary);
+
+// Merges shard folders into `out`: their run.json must agree (dataset, model, spec, metric,
+// budget, shard count), every shard 0..N-1 must be there once and complete, and no item may be
+// in two. Writes out/run.json, the items in dataset order and the summary; returns the summary.
+nlohmann::ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::string& out);
+
+} // namespace kvsteer

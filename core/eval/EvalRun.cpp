@@ -1,0 +1,202 @@
+#include "eval/EvalRun.h"
+
+#include "Error.h"
+#include "eval/BoxCells.h"
+#include "generate/BatchDecode.h"
+#include "io/Image.h"
+#include "models/Model.h"
+#include "steer/Mask.h"
+#include "steer/SideBySide.h"
+#include "steer/SteeredRun.h"
+
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+
+namespace kvsteer {
+
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One question made ready to decode: its own session (the snapshot), the edited cache and budget.
+struct PreparedItem {
+    const EvalItem* item = nullptr;
+    std::unique_ptr<Session> session;
+    SteeredRunStart start;
+    bool prefixReused = false;
+    double prefillMs = 0;
+};
+
+// The image the items being prepared are about, with its shared prefix once computed.
+struct ImageState {
+    std::string path;
+    std::optional<ImageU8> image;
+    std::optional<KVCache> prefix;
+};
+
+class EvalRunner {
+public:
+    EvalRunner(const std::shared_ptr<const Model>& model, const EvalSteering& steering, const EvalOptions& options, EvalTotals& totals)
+        : model_(model), steering_(steering), options_(options), totals_(totals) {}
+
+    PreparedItem prepare(const EvalItem& item) {
+        PreparedItem p;
+        p.item = &item;
+        const ImageU8* image = imageFor(item);
+        const Prompt prompt = buildPrompt(*model_, item.question, false, image);
+        const SteeringPlan plan = makePlan(steering_.plan, steering_.vectors, steering_.vectorsInfo, strengthFor(item, prompt, image), prompt.span,
+                                           model_->config().text.numLayers);
+        p.session = std::make_unique<Session>(model_);
+        const auto t0 = std::chrono::steady_clock::now();
+        const int64_t shared = prompt.hasImage ? prompt.span.end() : 0;
+        const bool reusable = options_.prefixReuse && shared > 0 && shared + 1 < int64_t(prompt.ids.size()) &&
+                              model_->promptAttention() == PromptAttention::Causal;
+        if (reusable) {
+            p.prefixReused = current_.prefix && current_.prefix->size() == shared &&
+                             std::equal(current_.prefix->tokens().begin(), current_.prefix->tokens().end(), prompt.ids.begin());
+            if (!p.prefixReused) {
+                current_.prefix = p.session->prefillPrefix(prompt, shared);
+                ++totals_.prefixes;
+            }
+            p.session->prefillFrom(*current_.prefix, prompt, options_.generation.maxNewTokens);
+        }
+        bool cancelled = false;
+        p.start = prepareSteeredRun(*p.session, prompt, plan, options_.generation, {}, &cancelled);
+        p.prefillMs = reusable ? msSince(t0) - p.start.steered.editMs : p.start.prefillMs;
+        totals_.prefillMs += p.prefillMs;
+        return p;
+    }
+
+private:
+    const ImageU8* imageFor(const EvalItem& item) {
+        if (item.image.empty()) return nullptr;
+        if (item.image != current_.path) {
+            current_ = ImageState();
+            current_.image = loadImage(item.image);
+            current_.path = item.image;   // only once it loaded
+        }
+        return &*current_.image;
+    }
+
+    at::Tensor strengthFor(const EvalItem& item, const Prompt& prompt, const ImageU8* image) const {
+        if (item.box) return boxStrength(*item.box, *image, prompt);
+        const std::string& mask = !item.mask.empty() ? item.mask : steering_.mask;
+        if (mask.empty()) return at::Tensor();
+        return loadMask(mask, prompt.span.gridHeight, prompt.span.gridWidth);
+    }
+
+    std::shared_ptr<const Model> model_;
+    const EvalSteering& steering_;
+    const EvalOptions& options_;
+    EvalTotals& totals_;
+    ImageState current_;
+};
+
+// Decodes the prepared items' pairs: items whose caches hold the same number of tokens at the same
+// positions share a batch (two rows each, up to batchRows rows).
+std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, const EvalOptions& options, EvalTotals& totals) {
+    std::vector<EvalItemResult> results(prepared.size());
+    std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> groups;
+    for (size_t i = 0; i < prepared.size(); ++i) {
+        const KVCache& s = prepared[i].session->snapshot();
+        groups[{s.size(), s.positionOffset}].push_back(i);
+    }
+    const size_t perBatch = size_t(std::max(1, options.batchRows / 2));
+    for (const auto& [key, members] : groups)
+        for (size_t first = 0; first < members.size(); first += perBatch) {
+            std::vector<const KVCache*> caches;
+            std::vector<DecodeRow> rows;
+            const size_t end = std::min(members.size(), first + perBatch);
+            for (size_t k = first; k < end; ++k) {
+                PreparedItem& p = prepared[members[k]];
+                GenerationOptions g = options.generation;
+                g.maxNewTokens = p.start.maxNewTokens;
+                const std::array<DecodeRow, 2> pair = pairRows(*p.session, p.start.steered, g);
+                caches.push_back(&p.session->snapshot());
+                caches.push_back(&p.start.steered.cache);
+                rows.push_back(pair[0]);
+                rows.push_back(pair[1]);
+            }
+            const BatchResult r = decodeBatch(*prepared[members[first]].session, KVCache::stackRows(caches), rows);
+            totals.decodeMs += r.decodeMs;
+            for (size_t k = first; k < end; ++k) {
+                EvalItemResult& out = results[members[k]];
+                out.unsteered = r.rows[2 * (k - first)];
+                out.steered = r.rows[2 * (k - first) + 1];
+                out.decodeMs = r.decodeMs;
+            }
+        }
+    for (size_t i = 0; i < prepared.size(); ++i) {
+        EvalItemResult& out = results[i];
+        const PreparedItem& p = prepared[i];
+        out.item = p.item;
+        out.prefixReused = p.prefixReused;
+        out.prefillMs = p.prefillMs;
+        out.editMs = p.start.steered.editMs;
+        out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item);
+        out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item);
+        out.outcome = classifyCell(out.steered, out.unsteered);
+    }
+    return results;
+}
+
+} // namespace
+
+std::vector<const EvalItem*> evalOrder(const std::vector<const EvalItem*>& items) {
+    std::map<std::string, size_t> firstSeen;
+    for (const EvalItem* it : items) firstSeen.emplace(it->image, firstSeen.size());
+    std::vector<const EvalItem*> order = items;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](const EvalItem* a, const EvalItem* b) { return firstSeen.at(a->image) < firstSeen.at(b->image); });
+    return order;
+}
+
+ScoredAnswer scoreAnswer(EvalMetric metric, const Generation& answer, const EvalItem& item) {
+    ScoredAnswer s;
+    s.correct = answerCorrect(metric, answer.text, item.answers);
+    s.saidYes = popeSaysYes(answer.text);
+    s.labelYes = !item.answers.empty() && normalizeAnswer(item.answers.front()) == "yes";
+    return s;
+}
+
+EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<const EvalItem*>& items, const EvalSteering& steering,
+                   const EvalOptions& options, const EvalCallbacks& callbacks) {
+    c10::NoGradGuard noGrad;
+    if (options.batchRows < 2 || options.batchRows > 8) throw Error("eval: a batch holds 2 to 8 rows (two per question)");
+    const auto t0 = std::chrono::steady_clock::now();
+    EvalTotals totals;
+    EvalRunner runner(model, steering, options, totals);
+    const std::vector<const EvalItem*> order = evalOrder(items);
+    const size_t perBatch = size_t(options.batchRows / 2);
+    for (size_t next = 0; next < order.size();) {
+        if (callbacks.stopRequested && callbacks.stopRequested()) {
+            totals.stopped = true;
+            break;
+        }
+        std::vector<PreparedItem> prepared;
+        while (prepared.size() < perBatch && next < order.size()) {
+            const EvalItem& item = *order[next++];
+            try {
+                prepared.push_back(runner.prepare(item));
+            } catch (const Error& e) {
+                const std::string what = "item " + item.id + " (line " + std::to_string(item.line) + "): " + e.what();
+                if (!options.skipBad) throw Error(what, {Remedy::SkipBadItems});
+                if (callbacks.onSkipped) callbacks.onSkipped(item, what);
+            }
+        }
+        for (const EvalItemResult& r : decodeItems(prepared, options, totals)) {
+            ++totals.items;
+            if (callbacks.onItem) callbacks.onItem(r);
+        }
+    }
+    totals.totalMs = msSince(t0);
+    return totals;
+}
+
+} // namespace kvsteer

@@ -1,0 +1,83 @@
+#pragma once
+// runEval: every item of a dataset answered unsteered and steered, scored, one result per item.
+// Each item is exactly a `kvsteer steer` run with the same settings (prepareSteeredRun, then the
+// pair's rows of the one decode loop), so its two answers' ids equal steer's; what differs is
+// only what is shared between items:
+//   - prefix reuse: items about the same image share the cache of the prompt up to the end of the
+//     image (the template before it, and the image encoder's work). It is computed once per image
+//     and each question continues from a copy (Session::prefillPrefix / prefillFrom). A prefix-LM
+//     family (PaliGemma) lets the image attend to the question, so it has no reusable prefix: its
+//     items are prefilled whole. An edit-only plan is applied after the question's K/V were
+//     computed against the unedited image — as in steer.
+//   - batching: the unsteered and steered rows of several questions decode as one batch (rows of
+//     equal cache length; ended rows leave the batch), up to batchRows rows per forward pass.
+// Items are processed grouped by image (in order of first appearance; dataset order inside a
+// group), so a resumed run processes the same order.
+#include "eval/EvalDataset.h"
+#include "eval/Scoring.h"
+#include "generate/Session.h"
+#include "steer/Atlas.h"
+#include "steer/PlanOptions.h"
+#include "steer/SteeringVectors.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+class Model;
+
+// What steers every item: the options `steer` takes.
+struct EvalSteering {
+    PlanOptions plan;
+    const SteeringVectors* vectors = nullptr;
+    SteeringFileInfo vectorsInfo;
+    // The spec's MASK. An item's own mask or box wins; without either, this; without it, the
+    // vector file's mask, else every cell of the grid (a text prompt: its last token), as steer.
+    std::string mask;
+};
+
+struct EvalOptions {
+    EvalMetric metric = EvalMetric::Pope;
+    GenerationOptions generation;   // the budget asked for (cut to the context as in steer)
+    int batchRows = 8;              // decode rows per forward pass, two per question (2..8)
+    bool prefixReuse = true;
+    bool skipBad = false;           // an item that fails (unreadable image, box outside it) is reported and skipped
+};
+
+struct EvalItemResult {
+    const EvalItem* item = nullptr;
+    Generation unsteered, steered;
+    ScoredAnswer unsteeredScore, steeredScore;
+    AtlasOutcome outcome = AtlasOutcome::Same;
+    bool prefixReused = false;      // this item's prompt continued from a shared prefix
+    double prefillMs = 0;           // this item's own prefill (the shared prefix counted where it was computed)
+    double editMs = 0;
+    double decodeMs = 0;            // its batch's decode
+};
+
+struct EvalCallbacks {
+    std::function<void(const EvalItemResult&)> onItem;   // as each batch ends, in processing order
+    std::function<void(const EvalItem&, const std::string& error)> onSkipped;
+    std::function<bool()> stopRequested;                 // asked between batches
+};
+
+struct EvalTotals {
+    int items = 0;
+    int prefixes = 0;               // shared prefixes computed
+    double prefillMs = 0, decodeMs = 0, totalMs = 0;
+    bool stopped = false;
+};
+
+// The processing order described above.
+std::vector<const EvalItem*> evalOrder(const std::vector<const EvalItem*>& items);
+
+// The score of one answer against an item.
+ScoredAnswer scoreAnswer(EvalMetric metric, const Generation& answer, const EvalItem& item);
+
+EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<const EvalItem*>& items, const EvalSteering& steering,
+                   const EvalOptions& options, const EvalCallbacks& callbacks);
+
+} // namespace kvsteer

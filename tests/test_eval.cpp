@@ -1,0 +1,321 @@
+// kvsteer eval (core/eval): both dataset formats and their named errors; the metrics against values
+// worked out by hand, McNemar's exact p and the paired bootstrap against known values; every
+// item's two answers equal a steer run's (runSteered, what `kvsteer steer` calls) on tiny-llava,
+// tiny-paligemma (no prefix to reuse), tiny-qwen2vl (the non-square gradient image, a box -> its
+// cells) and tiny-qwen2 (the token strip), with and without prefix reuse; and through the CLI on
+// the demo model: a run killed with SIGKILL and continued ends with one clean run's files, three
+// shards merged give the unsharded summary, and a folder of another run is refused by name.
+#include "TestSupport.h"
+#include "Error.h"
+#include "eval/BoxCells.h"
+#include "eval/EvalDataset.h"
+#include "eval/EvalReport.h"
+#include "eval/EvalRun.h"
+#include "eval/PairedStatistics.h"
+#include "eval/Scoring.h"
+#include "io/Image.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
+#include "steer/Mask.h"
+#include "steer/SteeredRun.h"
+
+#include <ATen/ops/ones.h>
+#include <ATen/ops/sum.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace kvsteer;
+using namespace kvsteer::test;
+using nlohmann::json;
+
+namespace {
+
+void writeText(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+std::string imagesDir() { return referenceDir() + "/images"; }
+
+// The error `f` throws, or "".
+template <class F>
+std::string errorOf(F&& f) {
+    try {
+        f();
+    } catch (const kvsteer::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+ScoredAnswer scored(bool correct, bool saidYes, bool labelYes) { return {correct, saidYes, labelYes}; }
+
+// Items lines without their timings (the only part two runs of the same items may differ in),
+// keyed by id.
+std::map<std::string, json> itemsById(const std::string& dir) {
+    std::map<std::string, json> out;
+    std::ifstream in(dir + "/items.jsonl");
+    for (std::string line; std::getline(in, line);) {
+        json j = json::parse(line);
+        j.erase("timings");
+        out[j.at("id").get<std::string>()] = j;
+    }
+    return out;
+}
+
+json summaryWithoutTimings(const std::string& dir) {
+    std::ifstream in(dir + "/summary.json");
+    json j = json::parse(in);
+    j.erase("timings");
+    return j;
+}
+
+} // namespace
+
+class TestEval : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+
+    std::string path(const std::string& name) const { return tmp_.filePath(QString::fromStdString(name)).toStdString(); }
+
+    // Every item of `data` evaluated by runEval equals runSteered on the same plan (steer's path).
+    void itemsEqualSteer(const std::string& modelDir, const std::string& data, const PlanOptions& plan, bool prefixReuse, int batchRows) {
+        auto model = loadModel(modelDir);
+        const EvalDataset ds = loadEvalDataset(data, imagesDir(), false);
+        EvalSteering steering;
+        steering.plan = plan;
+        EvalOptions o;
+        o.metric = EvalMetric::Contains;
+        o.generation.maxNewTokens = 6;
+        o.generation.stopAtEos = false;
+        o.prefixReuse = prefixReuse;
+        o.batchRows = batchRows;
+        std::vector<const EvalItem*> items;
+        for (const EvalItem& i : ds.items) items.push_back(&i);
+        std::vector<EvalItemResult> results;
+        EvalCallbacks cb;
+        cb.onItem = [&](const EvalItemResult& r) { results.push_back(r); };
+        const EvalTotals totals = runEval(model, items, steering, o, cb);
+        QCOMPARE(results.size(), ds.items.size());
+        for (const EvalItemResult& r : results) {
+            const EvalItem& item = *r.item;
+            std::optional<ImageU8> image;
+            if (!item.image.empty()) image = loadImage(item.image);
+            const Prompt prompt = buildPrompt(*model, item.question, false, image ? &*image : nullptr);
+            const at::Tensor strength = item.box ? boxStrength(*item.box, *image, prompt)
+                                        : !item.mask.empty() ? loadMask(item.mask, prompt.span.gridHeight, prompt.span.gridWidth)
+                                                             : at::Tensor();
+            const SteeringPlan p = makePlan(plan, nullptr, SteeringFileInfo(), strength, prompt.span, model->config().text.numLayers);
+            Session session(model);
+            const SteeredRunResult steer = runSteered(session, prompt, p, o.generation);
+            QVERIFY2(r.unsteered.ids == steer.pair.unsteered.ids, item.id.c_str());
+            QVERIFY2(r.steered.ids == steer.pair.steered.ids, item.id.c_str());
+            QVERIFY(r.outcome == classifyCell(steer.pair.steered, steer.pair.unsteered));
+        }
+        if (prefixReuse && model->promptAttention() == PromptAttention::Causal && ds.items.front().image.size())
+            QVERIFY(totals.prefixes < int(ds.items.size()));   // questions shared their image's prefix
+        QVERIFY(std::any_of(results.begin(), results.end(), [](const EvalItemResult& r) { return r.steered.ids != r.unsteered.ids; }));
+    }
+
+private slots:
+    void initTestCase() { QVERIFY(tmp_.isValid()); }
+
+    void bothFormatsAndNamedErrors() {
+        const std::string pope = path("pope.jsonl");
+        writeText(pope, "{\"question_id\": 1, \"image\": \"red_square_336x336.png\", \"text\": \"Is there a square?\", \"label\": \"yes\"}\n"
+                        "\n"
+                        "{\"question_id\": 2, \"image\": \"red_square_336x336.png\", \"text\": \"Is there a cat?\", \"label\": \"No\"}\n");
+        const EvalDataset p = loadEvalDataset(pope, imagesDir(), false);
+        QCOMPARE(p.items.size(), size_t(2));
+        QCOMPARE(p.items[1].id, std::string("2"));
+        QCOMPARE(p.items[1].answers, std::vector<std::string>({"no"}));
+        QCOMPARE(p.items[1].line, 3);
+        QCOMPARE(p.items[0].image, imagesDir() + "/red_square_336x336.png");
+        QCOMPARE(p.hash.size(), size_t(16));
+
+        const std::string general = path("general.jsonl");
+        writeText(general, "{\"id\": \"a\", \"image\": \"gradient_500x300.png\", \"question\": \"What is it?\", \"answer\": [\"a gradient\", \"colours\"], "
+                           "\"box\": [0, 0, 250, 150]}\n"
+                           "{\"id\": \"b\", \"question\": \"What is the capital of France?\", \"answer\": \"Paris\", \"mask\": \"tokens:last\"}\n");
+        const EvalDataset g = loadEvalDataset(general, imagesDir(), false);
+        QCOMPARE(g.items[0].answers.size(), size_t(2));
+        QVERIFY(g.items[0].box.has_value());
+        QVERIFY(g.items[1].image.empty());
+        QCOMPARE(g.items[1].mask, std::string("tokens:last"));
+
+        const std::string bad = path("bad.jsonl");
+        writeText(bad, "{\"id\": \"a\", \"question\": \"q\", \"answer\": \"x\"}\n"
+                       "{not json\n"
+                       "{\"id\": \"c\", \"question\": \"q\"}\n"
+                       "{\"id\": \"d\", \"image\": \"missing.png\", \"question\": \"q\", \"answer\": \"x\"}\n"
+                       "{\"id\": \"e\", \"image\": \"red_square_336x336.png\", \"question\": \"q\", \"answer\": \"x\", \"box\": [5, 5, 1, 9]}\n"
+                       "{\"id\": \"a\", \"question\": \"q\", \"answer\": \"x\"}\n");
+        const std::string first = errorOf([&] { loadEvalDataset(bad, imagesDir(), false); });
+        QVERIFY2(first.find(bad + " line 2: not valid JSON") != std::string::npos, first.c_str());
+        const EvalDataset skipped = loadEvalDataset(bad, imagesDir(), true);
+        QCOMPARE(skipped.items.size(), size_t(1));
+        QCOMPARE(skipped.bad.size(), size_t(5));
+        QVERIFY(skipped.bad[1].error.find("line 3: missing field \"answer\"") != std::string::npos);
+        QVERIFY(skipped.bad[2].error.find("missing.png does not exist") != std::string::npos);
+        QVERIFY(skipped.bad[3].error.find("x0 < x1") != std::string::npos);
+        QVERIFY(skipped.bad[4].error.find("id \"a\" appears twice") != std::string::npos);
+    }
+
+    void metricsByHand() {
+        QVERIFY(!popeSaysYes("No, there is not."));
+        QVERIFY(!popeSaysYes("There is not a cat"));
+        QVERIFY(popeSaysYes("Yes, there is a dog. No cat."));   // only the first sentence counts
+        QVERIFY(popeSaysYes("yes"));
+        QVERIFY(!popeSaysYes("no"));
+        QCOMPARE(normalizeAnswer("The  Red, circle!"), std::string("red circle"));
+        QVERIFY(answerCorrect(EvalMetric::Exact, "A red circle.", {"blue", "red circle"}));
+        QVERIFY(!answerCorrect(EvalMetric::Exact, "red circles", {"red circle"}));
+        QVERIFY(answerCorrect(EvalMetric::Contains, "it is red, I think", {"red"}));
+        QVERIFY(!answerCorrect(EvalMetric::Contains, "reddish", {"red"}));   // whole words
+        QVERIFY(answerCorrect(EvalMetric::Pope, "No.", {"no"}));
+        // 6 answers: TP 2, FP 1, TN 2, FN 1.
+        const std::vector<ScoredAnswer> a = {scored(true, true, true),   scored(true, true, true),  scored(false, true, false),
+                                             scored(true, false, false), scored(true, false, false), scored(false, false, true)};
+        const auto m = metricValues(EvalMetric::Pope, a);
+        QCOMPARE(m.at("accuracy"), 4.0 / 6);
+        QCOMPARE(m.at("precision"), 2.0 / 3);
+        QCOMPARE(m.at("recall"), 2.0 / 3);
+        QCOMPARE(m.at("f1"), 2.0 / 3);
+        QCOMPARE(m.at("yes_ratio"), 3.0 / 6);
+        QCOMPARE(metricValues(EvalMetric::Exact, a).size(), size_t(1));
+        QCOMPARE(metricValues(EvalMetric::Pope, {scored(false, false, true)}).at("precision"), 0.0);   // 0/0 is 0
+    }
+
+    void mcnemarAndBootstrapKnownValues() {
+        QCOMPARE(mcnemarExactP(0, 0), 1.0);
+        QVERIFY(std::abs(mcnemarExactP(0, 5) - 0.0625) < 1e-12);            // 2 * (1/2)^5
+        QVERIFY(std::abs(mcnemarExactP(9, 1) - 22.0 / 1024) < 1e-12);       // 2 * (1 + 10) / 2^10
+        QVERIFY(std::abs(mcnemarExactP(3, 3) - 1.0) < 1e-12);
+        QVERIFY(std::abs(mcnemarExactP(2, 8) - 2 * 56.0 / 1024) < 1e-12);   // 2 * (1 + 10 + 45) / 2^10
+        // Every item goes wrong -> right: every resample's difference is +1.
+        std::vector<ScoredAnswer> u(40, scored(false, false, true)), s(40, scored(true, true, true));
+        auto ci = pairedBootstrap(EvalMetric::Pope, u, s);
+        QCOMPARE(ci.at("accuracy").lo, 1.0);
+        QCOMPARE(ci.at("accuracy").hi, 1.0);
+        // The same answers in both: the interval is [0, 0].
+        ci = pairedBootstrap(EvalMetric::Exact, u, u);
+        QCOMPARE(ci.at("accuracy").lo, 0.0);
+        QCOMPARE(ci.at("accuracy").hi, 0.0);
+        // Half the items improve: the interval holds the observed +0.5, inside (0, 1), and it is
+        // the same on every call (fixed seed).
+        for (size_t i = 0; i < 20; ++i) s[i] = u[i];
+        const auto a = pairedBootstrap(EvalMetric::Exact, u, s), b = pairedBootstrap(EvalMetric::Exact, u, s);
+        QVERIFY(a.at("accuracy").lo > 0.2 && a.at("accuracy").lo < 0.5 && a.at("accuracy").hi > 0.5 && a.at("accuracy").hi < 0.8);
+        QCOMPARE(a.at("accuracy").lo, b.at("accuracy").lo);
+        QCOMPARE(a.at("accuracy").hi, b.at("accuracy").hi);
+    }
+
+    // A box on the 500x300 gradient, through Qwen2-VL's resize (no crop) onto its 10x18 grid:
+    // the top-left 250x150 is exactly the top-left 5x9 cells.
+    void boxCoversItsCellsOnANonSquareGrid() {
+        auto model = loadModel(referenceQwen2VlDir());
+        const ImageU8 image = loadImage(imagesDir() + "/gradient_500x300.png");
+        const Prompt prompt = buildPrompt(*model, "What is it?", false, &image);
+        QCOMPARE(prompt.span.gridHeight, 10);
+        QCOMPARE(prompt.span.gridWidth, 18);
+        const at::Tensor s = boxStrength({0, 0, 250, 150}, image, prompt);
+        QVERIFY(std::abs(s.sum().item<double>() - 45.0) < 1e-4);
+        QCOMPARE(s[0][0].item<float>(), 1.0f);
+        QCOMPARE(s[4][8].item<float>(), 1.0f);
+        QCOMPARE(s[5][9].item<float>(), 0.0f);
+        const std::string outside = errorOf([&] { boxStrength({0, 0, 501, 10}, image, prompt); });
+        QVERIFY2(outside.find("outside the 500x300 image") != std::string::npos, outside.c_str());
+    }
+
+    void itemsEqualSteerOnEveryFamily() {
+        const std::string images = path("images.jsonl");
+        writeText(images, "{\"id\": \"r1\", \"image\": \"red_square_336x336.png\", \"question\": \"What color is the square?\", \"answer\": \"red\"}\n"
+                          "{\"id\": \"g1\", \"image\": \"gradient_500x300.png\", \"question\": \"What is shown?\", \"answer\": \"a gradient\", "
+                          "\"box\": [0, 0, 250, 150]}\n"
+                          "{\"id\": \"r2\", \"image\": \"red_square_336x336.png\", \"question\": \"Describe the image.\", \"answer\": \"red\", "
+                          "\"box\": [100, 100, 236, 236]}\n"
+                          "{\"id\": \"r3\", \"image\": \"red_square_336x336.png\", \"question\": \"Is it red?\", \"answer\": \"yes\"}\n"
+                          "{\"id\": \"g2\", \"image\": \"gradient_500x300.png\", \"question\": \"What colors?\", \"answer\": \"blue\"}\n");
+        PlanOptions scale;
+        scale.op = "scale";
+        scale.ck = {1.5};
+        scale.cv = {3.0};
+        for (bool reuse : {true, false}) {
+            itemsEqualSteer(referenceModelDir(), images, scale, reuse, 8);
+            itemsEqualSteer(referenceQwen2VlDir(), images, scale, reuse, 4);
+        }
+        itemsEqualSteer(referencePaliGemmaDir(), images, scale, true, 6);   // prefix-LM: prefilled whole
+        const std::string text = path("text.jsonl");
+        writeText(text, "{\"id\": \"t1\", \"question\": \"What is the capital of France?\", \"answer\": \"Paris\"}\n"
+                        "{\"id\": \"t2\", \"question\": \"Name a colour.\", \"answer\": \"red\", \"mask\": \"tokens:2-4,last\"}\n");
+        itemsEqualSteer(referenceDir() + "/tiny-qwen2", text, scale, true, 8);
+    }
+
+    // Through the CLI on the demo model: a POPE-style set, killed and continued, sharded and merged.
+    void killedRunContinuesAndShardsMerge() {
+        const std::string data = path("dp");
+        QCOMPARE(runCli({"demo-pope", "--out", data, "--images", "24"}).exitCode, 0);
+        const std::vector<std::string> common = {"eval", "--data", data + "/pope.jsonl", "--vectors", KVSTEER_DEMO_VECTORS, "--max-new-tokens", "6",
+                                                 "--no-prefix-reuse"};
+        auto with = [&](std::vector<std::string> extra) {
+            std::vector<std::string> args = common;
+            args.insert(args.end(), extra.begin(), extra.end());
+            return args;
+        };
+        const std::string clean = path("clean");
+        const ProcessResult one = runCli(with({"--out", clean, "--json"}));
+        QVERIFY2(one.exitCode == 0, one.err.c_str());
+        const json summary = json::parse(one.out);
+        QVERIFY(summary.at("items").get<int>() > 100);
+        QVERIFY(summary.at("difference").contains("f1"));
+        for (const char* f : {"/summary.csv", "/metrics.svg", "/run.json"}) QVERIFY(std::filesystem::exists(clean + f));
+
+        // SIGKILL once some items are written, then the same command again.
+        const std::string killed = path("killed");
+        QProcess p;
+        QStringList args;
+        for (const std::string& a : with({"--out", killed})) args << QString::fromStdString(a);
+        p.start(QString::fromStdString(cliPath()), args);
+        QVERIFY(p.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(itemsById(killed).size() >= 12, 60000);
+        p.kill();
+        p.waitForFinished();
+        const size_t before = itemsById(killed).size();
+        QVERIFY2(before < size_t(summary.at("items").get<int>()), "the run ended before it could be killed");
+        const ProcessResult resumed = runCli(with({"--out", killed}));
+        QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
+        QVERIFY2(resumed.err.find("done before: continuing") != std::string::npos, resumed.err.c_str());
+        QVERIFY(itemsById(killed) == itemsById(clean));
+        QVERIFY(summaryWithoutTimings(killed) == summaryWithoutTimings(clean));
+
+        // Three shards, merged: the unsharded summary.
+        std::vector<std::string> shards;
+        for (int k = 0; k < 3; ++k) {
+            shards.push_back(path("shard" + std::to_string(k)));
+            const ProcessResult r = runCli(with({"--out", shards.back(), "--shard", std::to_string(k) + "/3"}));
+            QVERIFY2(r.exitCode == 0, r.err.c_str());
+        }
+        const std::string merged = path("merged");
+        const ProcessResult m = runCli({"eval-merge", "--out", merged, shards[0], shards[1], shards[2]});
+        QVERIFY2(m.exitCode == 0, m.err.c_str());
+        QVERIFY(summaryWithoutTimings(merged) == summaryWithoutTimings(clean));
+        QVERIFY(itemsById(merged) == itemsById(clean));
+        const ProcessResult missing = runCli({"eval-merge", "--out", path("merged2"), shards[0], shards[2]});
+        QCOMPARE(missing.exitCode, 1);
+        QVERIFY2(missing.err.find("shard 1/3 is missing") != std::string::npos, missing.err.c_str());
+
+        // The same folder with another steering spec is another run: refused, by name.
+        const ProcessResult other = runCli(with({"--out", clean, "--cv", "8"}));
+        QCOMPARE(other.exitCode, 1);
+        QVERIFY2(other.err.find("steering spec hash") != std::string::npos, other.err.c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestEval)
+#include "test_eval.moc"
