@@ -1,6 +1,6 @@
 // bench — speed and memory of the prefill -> decode loop, one row per model, as a table or JSON.
 //   bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]
-//         [--new-tokens N] [--repeat R] [--json] [--bandwidth GB/s]
+//         [--new-tokens N] [--repeat R] [--eval-images N] [--json] [--bandwidth GB/s]
 // Without --model it measures the reference checkpoint (../shared/reference/tiny-llava) and the
 // bundled demo model, whichever exist. Timings are the best of --repeat runs. Each model is
 // measured in a process of its own when several are given, so peak RSS is that model's alone.
@@ -18,6 +18,8 @@
 #include "steer/PlanOptions.h"
 #include "steer/SteeredRun.h"
 #include "steer/SteeringPlan.h"
+#include "demo/DemoPope.h"
+#include "eval/EvalRun.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/ones.h>
@@ -34,12 +36,14 @@
 #include <unistd.h>
 
 using namespace kvsteer;
+namespace fs = std::filesystem;
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]\n"
-    "             [--new-tokens N] [--repeat R] [--json] [--bandwidth GB/s]\n";
+    "             [--new-tokens N] [--repeat R] [--eval-images N (default 3; 0 skips eval)] [--json]\n"
+    "             [--bandwidth GB/s]\n";
 
 // A deterministic synthetic photo-like image (smooth gradients), so the bench needs no files.
 ImageU8 syntheticImage(int width, int height) {
@@ -80,6 +84,9 @@ struct Row {
     // the bundled demo model: the atlas the studio's first run shows.
     double demoAtlasMs = 0, demoSteerMs = 0, demoDecodeMs = 0;
     double demoAtlasCost() const { return demoSteerMs > 0 ? demoAtlasMs / demoSteerMs : 0; }
+    // Eval: items/s on a demo-pope set (6 questions per image), with and without prefix reuse.
+    double evalItemsS = 0, evalNoReuseItemsS = 0;
+    double evalReuseGain() const { return evalNoReuseItemsS > 0 ? evalItemsS / evalNoReuseItemsS : 0; }
     int64_t parameters = 0, promptTokens = 0, weightBytesPerToken = 0;
     double pairCost() const { return pairStepsS > 0 ? decodeTokS / pairStepsS : 0; }
 };
@@ -151,7 +158,36 @@ void measureDemoAtlas(std::shared_ptr<Model> model, int repeat, Row& row) {
     row.demoDecodeMs = t.decodeMs;
 }
 
-Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat) {
+// Eval's throughput: a demo-pope set of `images` ShapeWorld scenes (6 questions each, a box each),
+// steered with scale (c_v 2 over the box, no vectors needed), 4 new tokens, batches of 8 rows;
+// with the image's prefix computed once per image, and with every prompt prefilled whole.
+void measureEval(const std::shared_ptr<Model>& model, int images, int repeat, Row& row) {
+    const fs::path dir = fs::temp_directory_path() / ("kvsteer-bench-eval-" + std::to_string(getpid()));
+    demo::DemoPopeOptions o;
+    o.images = images;
+    demo::writeDemoPope(dir.string(), o);
+    const EvalDataset ds = loadEvalDataset((dir / "pope.jsonl").string(), "", false);
+    std::vector<const EvalItem*> items;
+    for (const EvalItem& i : ds.items) items.push_back(&i);
+    EvalSteering steering;
+    steering.plan.op = "scale";
+    steering.plan.ck = {0.0};
+    steering.plan.cv = {2.0};
+    EvalOptions eo;
+    eo.generation.maxNewTokens = 4;
+    for (bool reuse : {true, false}) {
+        eo.prefixReuse = reuse;
+        double best = 0;
+        for (int r = 0; r < repeat; ++r) {
+            const EvalTotals t = runEval(model, items, steering, eo, {});
+            best = std::max(best, 1000.0 * t.items / t.totalMs);
+        }
+        (reuse ? row.evalItemsS : row.evalNoReuseItemsS) = best;
+    }
+    fs::remove_all(dir);
+}
+
+Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat, int evalImages) {
     Row row;
     LoadOptions o = options;
     o.reserveTokens = newTokens;
@@ -196,6 +232,7 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
         row.pairStepsS = best;
         measureAtlas(session, plan, repeat, row);
         measureDemoAtlas(model, repeat, row);
+        if (evalImages > 0) measureEval(model, evalImages, repeat, row);
     }
     row.encodeMs = vision ? bestEncode : 0;
     // Prefill throughput counts the image encode: it is part of getting the first token out.
@@ -227,7 +264,10 @@ nlohmann::json toJson(const Row& r) {
             {"demo_atlas_4x3_ms", r.demoAtlasMs},
             {"demo_separate_12_steer_ms", r.demoSteerMs},
             {"demo_separate_12_decode_ms", r.demoDecodeMs},
-            {"demo_atlas_cost", r.demoAtlasCost()}};
+            {"demo_atlas_cost", r.demoAtlasCost()},
+            {"eval_items_s", r.evalItemsS},
+            {"eval_no_prefix_reuse_items_s", r.evalNoReuseItemsS},
+            {"eval_prefix_reuse_gain", r.evalReuseGain()}};
 }
 
 Row fromJson(const nlohmann::json& j) {
@@ -251,6 +291,8 @@ Row fromJson(const nlohmann::json& j) {
     r.demoAtlasMs = j.value("demo_atlas_4x3_ms", 0.0);
     r.demoSteerMs = j.value("demo_separate_12_steer_ms", 0.0);
     r.demoDecodeMs = j.value("demo_separate_12_decode_ms", 0.0);
+    r.evalItemsS = j.value("eval_items_s", 0.0);
+    r.evalNoReuseItemsS = j.value("eval_no_prefix_reuse_items_s", 0.0);
     return r;
 }
 
@@ -317,6 +359,15 @@ void printTable(const std::vector<Row>& rows) {
                 "pair); 12 decodes = the unsteered answer + 12 edits and single-stream decodes, one at a time. The model rows\n"
                 "use the synthetic image and random vectors above; \"demo scene\" = red_circle.png, the shipped red->blue\n"
                 "vectors, the circle painted (rect:6,9,15,18), as the studio's first run shows it.\n");
+    std::printf("\n| %-24s | %14s | %20s | %14s |\n", "model", "eval items/s", "no prefix reuse", "reuse gain");
+    std::printf("|%s|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(16, '-').c_str(), std::string(22, '-').c_str(),
+                std::string(16, '-').c_str());
+    for (const Row& r : rows)
+        if (r.evalItemsS > 0)
+            std::printf("| %-24s | %14.2f | %20.2f | %13.2fx |\n", r.model.c_str(), r.evalItemsS, r.evalNoReuseItemsS, r.evalReuseGain());
+    std::printf("\neval = items/s of `kvsteer eval` on a demo-pope set (ShapeWorld scenes, 6 questions per image, a box each; scale\n"
+                "c_v 2 over the box; 4 new tokens; 8 rows per batch): the image's prefix computed once per image, and every prompt\n"
+                "prefilled whole (--no-prefix-reuse).\n");
 }
 
 // The targets for this 2-core machine, checked against whatever rows match them.
@@ -328,6 +379,8 @@ void printTargets(const std::vector<Row>& rows) {
     };
     for (const Row& r : rows)
         if (r.demoAtlasMs > 0) line(r, "demo atlas 4x3 / 12 steer runs", r.demoAtlasCost(), "<=", 0.5);
+    for (const Row& r : rows)
+        if (r.evalItemsS > 0) line(r, "eval prefix reuse gain", r.evalReuseGain(), ">=", 3.0);
     for (const Row& r : rows) {
         // Tiny models are bound by per-step overheads, not by weight bytes: no roofline for them.
         if (r.parameters < 100'000'000) continue;
@@ -349,7 +402,7 @@ void printTargets(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
     try {
-        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "bandwidth"}, {"json"});
+        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "bandwidth"}, {"json"});
         // --model may be repeated: collect them before handing the rest to the parser.
         std::vector<std::string> models;
         std::vector<char*> rest = {argv[0]};
@@ -366,7 +419,7 @@ int main(int argc, char** argv) {
         options.dtype = cl.get("dtype", "auto");
         options.device = cl.get("device", "cpu");
         options.threads = cl.getInt("threads", 0);
-        const int newTokens = cl.getInt("new-tokens", 32), repeat = cl.getInt("repeat", 2);
+        const int newTokens = cl.getInt("new-tokens", 32), repeat = cl.getInt("repeat", 2), evalImages = cl.getInt("eval-images", 3);
         const bool json = cl.has("json");
 
         setThreads(options.threads);
@@ -379,12 +432,12 @@ int main(int argc, char** argv) {
         for (const auto& dir : models) {
             Row r;
             if (models.size() == 1) {
-                r = measure(dir, options, newTokens, repeat);
+                r = measure(dir, options, newTokens, repeat, evalImages);
                 if (bandwidth <= 0) bandwidth = readBandwidthGBs();
                 r.rooflineTokS = bandwidth * 1e9 / double(r.weightBytesPerToken);
             } else if (!measureInChild({argv[0], "--model", dir, "--json", "--dtype", options.dtype, "--device", options.device, "--threads",
                                         std::to_string(options.threads), "--new-tokens", std::to_string(newTokens), "--repeat",
-                                        std::to_string(repeat), "--bandwidth", std::to_string(bandwidth)},
+                                        std::to_string(repeat), "--eval-images", std::to_string(evalImages), "--bandwidth", std::to_string(bandwidth)},
                                        r)) {
                 ++failures;
                 continue;

@@ -20,6 +20,8 @@ namespace kvsteer {
 
 namespace {
 
+constexpr int64_t kPreparedBytes = int64_t(2) << 30;
+
 double msSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -37,6 +39,7 @@ struct PreparedItem {
 struct ImageState {
     std::string path;
     std::optional<ImageU8> image;
+    PreprocessedImage processed;   // by the model's processor, once for all the image's questions
     std::optional<KVCache> prefix;
 };
 
@@ -49,7 +52,8 @@ public:
         PreparedItem p;
         p.item = &item;
         const ImageU8* image = imageFor(item);
-        const Prompt prompt = buildPrompt(*model_, item.question, false, image);
+        const Prompt prompt = image ? buildImagePrompt(*model_, item.question, false, current_.processed)
+                                    : buildPrompt(*model_, item.question, false, nullptr);
         const SteeringPlan plan = makePlan(steering_.plan, steering_.vectors, steering_.vectorsInfo, strengthFor(item, prompt, image), prompt.span,
                                            model_->config().text.numLayers);
         p.session = std::make_unique<Session>(model_);
@@ -79,7 +83,8 @@ private:
         if (item.image != current_.path) {
             current_ = ImageState();
             current_.image = loadImage(item.image);
-            current_.path = item.image;   // only once it loaded
+            current_.processed = model_->preprocessImage(*current_.image);
+            current_.path = item.image;   // only once it loaded and was processed
         }
         return &*current_.image;
     }
@@ -173,17 +178,23 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
     EvalTotals totals;
     EvalRunner runner(model, steering, options, totals);
     const std::vector<const EvalItem*> order = evalOrder(items);
-    const size_t perBatch = size_t(options.batchRows / 2);
+    // Items are prepared a few batches at a time, so questions whose prompts have the same length
+    // find each other and fill a batch; at most kPreparedBytes of caches are held at once.
+    const TextConfig& t = model->config().text;
+    const size_t perChunk = size_t(options.batchRows / 2) * 4;
     for (size_t next = 0; next < order.size();) {
         if (callbacks.stopRequested && callbacks.stopRequested()) {
             totals.stopped = true;
             break;
         }
         std::vector<PreparedItem> prepared;
-        while (prepared.size() < perBatch && next < order.size()) {
+        int64_t held = 0;
+        while (prepared.size() < perChunk && held < kPreparedBytes && next < order.size()) {
             const EvalItem& item = *order[next++];
             try {
                 prepared.push_back(runner.prepare(item));
+                // The snapshot and its edited copy, float32.
+                held += 2 * 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * prepared.back().session->snapshot().capacity() * 4;
             } catch (const Error& e) {
                 const std::string what = "item " + item.id + " (line " + std::to_string(item.line) + "): " + e.what();
                 if (!options.skipBad) throw Error(what, {Remedy::SkipBadItems});

@@ -103,8 +103,11 @@ void Session::prefillFrom(const KVCache& prefix, const Prompt& prompt, int64_t r
     imageFeatures_ = at::Tensor();   // inside the prefix; not encoded again
     imageEncodeMs_ = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    KVCache snapshot = prefix.clone();
-    snapshot.reserve(std::min<int64_t>(int64_t(prompt.ids.size()) + std::max<int64_t>(reserveTokens, 1), model_->config().text.maxPositionEmbeddings));
+    // A copy with room for the rest of the prompt and the answer, made in one go: reserve() on a
+    // shallow copy moves the held tokens into new buffers and leaves the prefix's own untouched.
+    KVCache snapshot = prefix;
+    snapshot.reserve(std::max(prefix.capacity() + 1, std::min<int64_t>(int64_t(prompt.ids.size()) + std::max<int64_t>(reserveTokens, 1),
+                                                                       model_->config().text.maxPositionEmbeddings)));
     snapshot.positionOffset = prompt.positionOffset;
     snapshot.promptPositions = prompt.positionIds;
     const std::vector<int64_t> rest(prompt.ids.begin() + int64_t(shared.size()), prompt.ids.end() - 1);

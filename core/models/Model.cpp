@@ -38,11 +38,11 @@ ImageLayout Model::imageLayout(const PreprocessedImage&) const {
     return layout;
 }
 
-Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image) {
-    const ModelConfig& config = model.config();
-    if (image && !config.hasVision)
-        throw Error("model " + config.name + " is text-only (model_type " + config.modelType + "): it cannot take an image");
+namespace {
 
+// buildPrompt's work for an image already through the model's processor (or none).
+Prompt promptFrom(const Model& model, const std::string& text, bool raw, const PreprocessedImage* image) {
+    const ModelConfig& config = model.config();
     Prompt p;
     p.hasImage = image != nullptr;
     const std::string tag = model.imageTag();
@@ -57,7 +57,7 @@ Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const 
 
     ImageLayout layout;
     if (p.hasImage) {
-        p.image = model.preprocessImage(*image);
+        p.image = *image;
         layout = model.imageLayout(p.image);
         const int64_t h = p.image.cropped.height, w = p.image.cropped.width;
         p.pixels = at::from_blob(p.image.pixels.data(), {1, 3, h, w}, at::TensorOptions().dtype(at::kFloat)).clone();
@@ -88,6 +88,20 @@ Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const 
         throw Error("prompt: " + std::to_string(p.ids.size()) + " tokens do not fit the model's context of " +
                     std::to_string(context) + " tokens (max_position_embeddings), leaving no room to answer");
     return p;
+}
+
+} // namespace
+
+Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image) {
+    if (!image) return promptFrom(model, text, raw, nullptr);
+    if (!model.config().hasVision)
+        throw Error("model " + model.config().name + " is text-only (model_type " + model.config().modelType + "): it cannot take an image");
+    const PreprocessedImage pre = model.preprocessImage(*image);
+    return promptFrom(model, text, raw, &pre);
+}
+
+Prompt buildImagePrompt(const Model& model, const std::string& text, bool raw, const PreprocessedImage& image) {
+    return promptFrom(model, text, raw, &image);
 }
 
 at::Tensor Model::embedPrompt(const std::vector<int64_t>& ids, const at::Tensor& imageFeatures) const {

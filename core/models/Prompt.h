@@ -34,5 +34,8 @@ struct Prompt {
 // readable message for every mismatch, and when the prompt does not fit the context (leaving
 // room for at least one generated token).
 Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image);
+// The same for an image the model's processor has already prepared (model.preprocessImage):
+// several questions about one image resize it once.
+Prompt buildImagePrompt(const Model& model, const std::string& text, bool raw, const PreprocessedImage& image);
 
 } // namespace kvsteer
