@@ -59,21 +59,17 @@ std::string steeringHash(const CommandLine& cl, const GenerationOptions& g) {
 
 // What will be applied, said once on stderr before the run.
 void echoPlan(const EvalSteering& s, const EvalOptions& o, const Model& model, size_t items, const Shard& shard, size_t done) {
-    auto list = [](const std::vector<double>& v) {
+    const PlanOptions plan = resolvePlanOptions(s.plan, s.vectorsInfo);
+    auto list = [](const auto& v) {
         std::string t;
-        for (double x : v) t += (t.empty() ? "" : ",") + nlohmann::json(x).dump();
-        return t.empty() ? std::string("(the file's, else 1)") : t;
+        for (auto x : v) t += (t.empty() ? "" : ",") + nlohmann::json(x).dump();
+        return t;
     };
-    std::string layers = "(the file's, else all)";
-    if (s.plan.layers) {
-        layers.clear();
-        for (int l : *s.plan.layers) layers += (layers.empty() ? "" : ",") + std::to_string(l);
-        if (layers.empty()) layers = "all";
-    }
-    const std::string op = !s.plan.op.empty() ? s.plan.op : !s.vectorsInfo.operatorName.empty() ? s.vectorsInfo.operatorName : "add";
+    const std::string layers = plan.layers->empty() ? "all" : list(*plan.layers);
+    const std::string& op = plan.op;
     std::cerr << "eval: " << items << " items" << (shard.count > 1 ? " in shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) : "")
               << (done ? " (" + std::to_string(done) + " done before: continuing)" : "") << ", model " << model.config().name << ", metric "
-              << evalMetricName(o.metric) << "\n      operator " << op << ", c_k " << list(s.plan.ck) << ", c_v " << list(s.plan.cv) << ", layers "
+              << evalMetricName(o.metric) << "\n      operator " << op << ", c_k " << list(plan.ck) << ", c_v " << list(plan.cv) << ", layers "
               << layers << (s.plan.propagate ? ", propagate" : ", edit-only") << "\n      cells: an item's mask or box, else "
               << (!s.mask.empty() ? "--mask " + s.mask : "the vector file's mask, else every cell") << "; prefix reuse "
               << (o.prefixReuse ? "on" : "off") << ", " << o.batchRows << " rows per batch, up to " << o.generation.maxNewTokens << " new tokens\n";
@@ -144,7 +140,7 @@ int commandEval(int argc, char** argv) {
     steering.vectors = vectors ? &*vectors : nullptr;
     steering.plan = planOptionsFromFlags(cl, model->config().text.numLayers);
     steering.mask = cl.get("mask", "");
-    const std::string op = !steering.plan.op.empty() ? steering.plan.op : !steering.vectorsInfo.operatorName.empty() ? steering.vectorsInfo.operatorName : "add";
+    const std::string op = resolvePlanOptions(steering.plan, steering.vectorsInfo).op;
     if (operatorNeedsVectors(parseOperator(op)) && !vectors) throw UsageError("operator '" + op + "' needs --vectors FILE");
 
     std::vector<const EvalItem*> todo;

@@ -15,6 +15,7 @@
 #include "steer/SteeringPlan.h"
 #include "steer/LayerRange.h"
 
+#include <ATen/ops/count_nonzero.h>
 #include <ATen/ops/ones.h>
 #include <nlohmann/json.hpp>
 
@@ -64,6 +65,24 @@ Prompt promptFromOptions(const CommandLine& cl, const Model& model) {
     std::optional<ImageU8> image;
     if (cl.has("image")) image = loadImage(cl.get("image"));
     return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), image ? &*image : nullptr);
+}
+
+// The plan as applied, for people (stderr) and scripts (--json): no silent strength or layer set.
+nlohmann::ordered_json planJson(const SteeringPlan& plan) {
+    return {{"operator", operatorName(plan.op)},
+            {"mode", plan.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
+            {"ck", plan.ck},
+            {"cv", plan.cv},
+            {"layers", plan.layers},   // empty: every layer
+            {"painted_cells", at::count_nonzero(plan.strength).item<int64_t>()},
+            {"grid", {plan.strength.size(0), plan.strength.size(1)}}};
+}
+
+void echoPlan(const SteeringPlan& plan) {
+    const nlohmann::ordered_json j = planJson(plan);
+    std::cerr << "plan: " << j["operator"].get<std::string>() << " (" << j["mode"].get<std::string>() << "), c_k " << j["ck"].dump() << ", c_v "
+              << j["cv"].dump() << ", layers " << (plan.layers.empty() ? std::string("all") : j["layers"].dump()) << ", "
+              << j["painted_cells"].get<int64_t>() << " of " << plan.strength.numel() << " cells painted\n";
 }
 
 void printNotices(const SteeredRunStart& start) {
@@ -163,6 +182,7 @@ int commandSteer(int argc, char** argv) {
     const bool json = cl.has("json");
     Session session(model);
     SteeredRunCallbacks callbacks;
+    if (!json) echoPlan(in.plan);
     callbacks.onStart = printNotices;
     callbacks.onStep = [&](const PairEvent& ev) {
         if (!json && !ev.steered.text.empty()) {   // stream the steered answer as it comes
@@ -178,6 +198,7 @@ int commandSteer(int argc, char** argv) {
             {"steered", {{"ids", pair.steered.ids}, {"text", pair.steered.text}}},
             {"operator", operatorName(in.plan.op)},
             {"mode", in.plan.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
+            {"plan", planJson(in.plan)},
             {"max_new_tokens", run.start.maxNewTokens},
             {"edit_ms", run.start.steered.editMs},
             {"decode_ms", pair.decodeMs},

@@ -9,10 +9,20 @@
 
 namespace kvsteer {
 
-SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors, const SteeringFileInfo& file,
+PlanOptions resolvePlanOptions(const PlanOptions& options, const SteeringFileInfo& file) {
+    PlanOptions r = options;
+    r.op = !options.op.empty() ? options.op : !file.operatorName.empty() ? file.operatorName : "add";
+    r.layers = options.layers ? *options.layers : file.layers;
+    r.ck = !options.ck.empty() ? options.ck : !file.ck.empty() ? file.ck : std::vector<double>{1.0};
+    r.cv = !options.cv.empty() ? options.cv : !file.cv.empty() ? file.cv : std::vector<double>{1.0};
+    return r;
+}
+
+SteeringPlan makePlan(const PlanOptions& chosen, const SteeringVectors* vectors, const SteeringFileInfo& file,
                       const at::Tensor& strength, const VisualSpan& span, int numLayers) {
+    const PlanOptions options = resolvePlanOptions(chosen, file);
     SteeringPlan p;
-    p.op = parseOperator(!options.op.empty() ? options.op : !file.operatorName.empty() ? file.operatorName : "add");
+    p.op = parseOperator(options.op);
     // Without vectors the plan carries none: an operator that needs them then edits nothing, and
     // it is the caller's to say so (the CLI refuses, the studio shows both streams unsteered).
     if (vectors) p.vectors = *vectors;
@@ -32,14 +42,14 @@ SteeringPlan makePlan(const PlanOptions& options, const SteeringVectors* vectors
         p.strength = at::ones({span.gridHeight, span.gridWidth});
     }
 
-    p.layers = options.layers ? *options.layers : file.layers;
+    p.layers = *options.layers;
     if (!options.heads.empty()) {
         for (int l = 0; l < numLayers; ++l) p.headMask[l] = options.heads;
     } else {
         for (size_t l = 0; l < file.headMask.size(); ++l) p.headMask[static_cast<int>(l)] = file.headMask[l];
     }
-    p.ck = !options.ck.empty() ? options.ck : !file.ck.empty() ? file.ck : std::vector<double>{1.0};
-    p.cv = !options.cv.empty() ? options.cv : !file.cv.empty() ? file.cv : std::vector<double>{1.0};
+    p.ck = options.ck;
+    p.cv = options.cv;
     p.mode = options.propagate ? PlanMode::Propagate : PlanMode::EditOnly;
     if (options.ablateTo != "mean" && options.ablateTo != "zero")
         throw Error("ablate target '" + options.ablateTo + "' is not valid (expected mean or zero)");

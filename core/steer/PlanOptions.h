@@ -26,6 +26,10 @@ struct PlanOptions {
     std::string ablateTo = "mean";  // what ablate writes: mean | zero
 };
 
+// `options` with what it leaves unset filled in from the vector file's suggestions, then the
+// defaults: the operator, layers (empty = all), c_k and c_v that makePlan applies. Echo this.
+PlanOptions resolvePlanOptions(const PlanOptions& options, const SteeringFileInfo& file);
+
 // The plan for `options` over the painted `strength` [grid_h, grid_w] (undefined: the file's mask,
 // else every image cell at 1, or on a text prompt's token strip the last cached token). `vectors` may be null only for an operator that needs none. Throws
 // kvsteer::Error for an unknown operator, a missing vector file or a map of the wrong grid.
