@@ -222,4 +222,13 @@ GreedyAgainstReference greedyAgainstReference(const Session& session, const Safe
     return r;
 }
 
+std::string errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
 } // namespace kvsteer::test

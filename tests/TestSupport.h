@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ struct GreedyAgainstReference {
     double worstTop5 = 0;
 };
 GreedyAgainstReference greedyAgainstReference(const Session& session, const SafeTensorsFile& expected);
+
+// The message of the kvsteer::Error `f` throws, or "" when it throws none.
+std::string errorOf(const std::function<void()>& f);
 
 struct ProcessResult {
     int exitCode = -1;

@@ -43,16 +43,6 @@ void writeText(const std::string& path, const std::string& text) {
 
 std::string imagesDir() { return referenceDir() + "/images"; }
 
-// The error `f` throws, or "".
-template <class F>
-std::string errorOf(F&& f) {
-    try {
-        f();
-    } catch (const kvsteer::Error& e) {
-        return e.what();
-    }
-    return "";
-}
 
 ScoredAnswer scored(bool correct, bool saidYes, bool labelYes) { return {correct, saidYes, labelYes}; }
 

@@ -60,16 +60,6 @@ GridThw gridOf(const at::Tensor& imageGridThw) {   // [1, 3]
     return {g.at(0), g.at(1), g.at(2)};
 }
 
-// Runs `f` and returns the kvsteer::Error message it throws ("" when it does not throw).
-template <typename F>
-std::string errorOf(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
 
 // The worst relative difference of each stage over all cases and variants, printed at the end.
 std::map<std::string, double> gWorst;

@@ -3,6 +3,7 @@
 // SentencePiece's own command-line tools (spm_encode / spm_decode / spm_train, installed by the
 // project's install script: a missing tool is a failure, not a skip). Hand-built and broken model
 // files are in test_tokenizer_files.
+#include "TestSupport.h"  // torch headers before Qt
 #include "Error.h"
 #include "text/StreamingDetokenizer.h"
 #include "text/Tokenizer.h"
@@ -25,6 +26,8 @@ using kvsteer::StreamingDetokenizer;
 using kvsteer::Tokenizer;
 
 namespace {
+
+using kvsteer::test::errorOf;
 
 const std::string kReferenceDir = KVSTEER_REFERENCE_DIR;
 const std::string kModelDir = kReferenceDir + "/tiny-llava";
@@ -148,15 +151,6 @@ std::string streamDecode(const Tokenizer& tok, const std::vector<int64_t>& ids) 
     return text + d.finish();
 }
 
-// The message of the kvsteer::Error `f` throws, or "" when it throws nothing.
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const kvsteer::Error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 void writeFile(const QString& path, const std::string& bytes) {
     std::ofstream out(path.toStdString(), std::ios::binary);

@@ -31,6 +31,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using kvsteer::test::errorOf;
+
 const std::string kFffd = "\xEF\xBF\xBD";
 const std::string kSystem = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
 
@@ -72,14 +74,6 @@ std::string streamDecode(const Tokenizer& tok, const std::vector<int64_t>& ids, 
     return text + d.finish();
 }
 
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const kvsteer::Error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 std::string readFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -2,6 +2,7 @@
 // order, unknown runs, decoding) and broken or unsupported model directories, each refused with an
 // error that names the file and what was wrong. The reference tokenizer and SentencePiece's own
 // tools are in test_tokenizer.
+#include "TestSupport.h"  // torch headers before Qt
 #include "Error.h"
 #include "text/Tokenizer.h"
 
@@ -18,6 +19,8 @@ using kvsteer::Tokenizer;
 
 namespace {
 
+using kvsteer::test::errorOf;
+
 const std::string kReferenceDir = KVSTEER_REFERENCE_DIR;
 const std::string kModelFile = kReferenceDir + "/tiny-llava/tokenizer.model";
 
@@ -29,15 +32,6 @@ std::string joinIds(const std::vector<int64_t>& ids) {
     return s;
 }
 
-// The message of the kvsteer::Error `f` throws, or "" when it throws nothing.
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const kvsteer::Error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 void writeFile(const QString& path, const std::string& bytes) {
     std::ofstream out(path.toStdString(), std::ios::binary);

@@ -28,6 +28,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using kvsteer::test::errorOf;
+
 const std::string kSpace = "\xE2\x96\x81";  // "▁"
 
 QByteArray qbytes(const std::string& s) { return QByteArray::fromStdString(s); }
@@ -82,15 +84,6 @@ std::string streamDecode(const Tokenizer& tok, const std::vector<int64_t>& ids) 
     return text + d.finish();
 }
 
-// The message of the kvsteer::Error `f` throws, or "" when it throws nothing.
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const kvsteer::Error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 // A copy of the reference tokenizer files in `dir` with tokenizer_config.json's tokenizer_class set
 // to `cls` (removed when empty).
