@@ -5,6 +5,7 @@
 #include "Error.h"
 #include "PlanFlags.h"
 #include "demo/DemoPope.h"
+#include "eval/EvalJob.h"
 #include "eval/EvalReport.h"
 #include "eval/EvalRun.h"
 #include "io/TextFile.h"
@@ -18,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -158,48 +160,31 @@ int commandEval(int argc, char** argv) {
     identity.shardIndex = shard.index;
     identity.shardCount = shard.count;
     identity.shardItems = int64_t(todo.size());
-    const std::string out = cl.get("out");
-    openRunDirectory(out, identity);
-
-    // Continue where a stopped or killed run left off: its items (and skipped items) are done.
-    const std::vector<nlohmann::json> before = readDoneItems(out), skippedBefore = readSkipped(out);
-    std::set<std::string> done;
-    for (const auto& j : before) done.insert(j.at("id").get<std::string>());
-    for (const auto& j : skippedBefore) done.insert(j.value("id", ""));
-    ItemWriter writer(out);
-    if (before.empty() && skippedBefore.empty())
-        for (const BadLine& b : dataset.bad) writer.skipped("", b.line, b.error);
-    std::vector<const EvalItem*> remaining;
-    for (const EvalItem* item : todo)
-        if (!done.count(item->id)) remaining.push_back(item);
-    echoPlan(steering, o, *model, todo.size(), shard, todo.size() - remaining.size());
+    EvalJob job;
+    job.outDir = cl.get("out");
+    job.identity = identity;
+    job.items = todo;
+    job.badLines = dataset.bad;
 
     std::signal(SIGINT, requestStop);
     std::signal(SIGTERM, requestStop);
-    Progress progress(todo.size(), todo.size() - remaining.size());
-    EvalCallbacks callbacks;
-    callbacks.onItem = [&](const EvalItemResult& r) {
-        writer.write(itemJson(r, o.metric));
-        progress.item();
+    std::optional<Progress> progress;
+    EvalJobCallbacks callbacks;
+    callbacks.onStart = [&](size_t total, size_t done) {
+        echoPlan(steering, o, *model, total, shard, done);
+        progress.emplace(total, done);
     };
-    callbacks.onSkipped = [&](const EvalItem& item, const std::string& error) {
-        writer.skipped(item.id, item.line, error);
-        std::cerr << "skipped: " << error << "\n";
-    };
+    callbacks.onItem = [&](const EvalItemResult&) { progress->item(); };
+    callbacks.onSkipped = [&](const EvalItem&, const std::string& error) { std::cerr << "skipped: " << error << "\n"; };
     callbacks.stopRequested = [] { return gStop.load(); };
-    const EvalTotals totals = runEval(model, remaining, steering, o, callbacks);
-    if (totals.stopped) {
-        std::cerr << "\neval: stopped after " << totals.items << " more items; " << out
+    const EvalJobResult result = runEvalJob(model, job, steering, o, callbacks);
+    const std::string& out = job.outDir;
+    if (result.stopped) {
+        std::cerr << "\neval: stopped after " << result.totals.items << " more items; " << out
                   << " holds every finished item. Run the same command again to continue.\n";
         return 130;
     }
-    RunTimings timings;
-    timings.seconds = totals.totalMs / 1000;
-    timings.prefillMs = totals.prefillMs;
-    timings.decodeMs = totals.decodeMs;
-    timings.itemsTimed = totals.items;
-    const nlohmann::ordered_json summary = summarize(identity, readDoneItems(out), timings, readSkipped(out));
-    writeSummaryFiles(out, summary);
+    const nlohmann::ordered_json& summary = result.summary;
     if (cl.has("json")) {
         std::cout << summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     } else {

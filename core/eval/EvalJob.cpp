@@ -1,0 +1,47 @@
+#include "eval/EvalJob.h"
+
+#include <set>
+
+namespace kvsteer {
+
+EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJob& job, const EvalSteering& steering,
+                         const EvalOptions& options, const EvalJobCallbacks& callbacks) {
+    openRunDirectory(job.outDir, job.identity);
+    // Continue where a stopped or killed run left off: its items (and skipped items) are done.
+    const std::vector<nlohmann::json> before = readDoneItems(job.outDir), skippedBefore = readSkipped(job.outDir);
+    std::set<std::string> done;
+    for (const auto& j : before) done.insert(j.at("id").get<std::string>());
+    for (const auto& j : skippedBefore) done.insert(j.value("id", ""));
+    ItemWriter writer(job.outDir);
+    if (before.empty() && skippedBefore.empty())
+        for (const BadLine& b : job.badLines) writer.skipped("", b.line, b.error);
+    std::vector<const EvalItem*> remaining;
+    for (const EvalItem* item : job.items)
+        if (!done.count(item->id)) remaining.push_back(item);
+    if (callbacks.onStart) callbacks.onStart(job.items.size(), job.items.size() - remaining.size());
+
+    EvalCallbacks run;
+    run.onItem = [&](const EvalItemResult& r) {
+        writer.write(itemJson(r, options.metric));
+        if (callbacks.onItem) callbacks.onItem(r);
+    };
+    run.onSkipped = [&](const EvalItem& item, const std::string& error) {
+        writer.skipped(item.id, item.line, error);
+        if (callbacks.onSkipped) callbacks.onSkipped(item, error);
+    };
+    run.stopRequested = callbacks.stopRequested;
+    EvalJobResult result;
+    result.totals = runEval(model, remaining, steering, options, run);
+    result.stopped = result.totals.stopped;
+    if (result.stopped) return result;
+    RunTimings timings;
+    timings.seconds = result.totals.totalMs / 1000;
+    timings.prefillMs = result.totals.prefillMs;
+    timings.decodeMs = result.totals.decodeMs;
+    timings.itemsTimed = result.totals.items;
+    result.summary = summarize(job.identity, readDoneItems(job.outDir), timings, readSkipped(job.outDir));
+    writeSummaryFiles(job.outDir, result.summary);
+    return result;
+}
+
+} // namespace kvsteer

@@ -1,0 +1,39 @@
+#pragma once
+// An eval run in its output folder, start to end — what `kvsteer eval` and the studio's Evaluate
+// dock both do around runEval: the folder is opened (or checked, to continue the run it holds),
+// the items already there are skipped, each new item is appended as its batch ends, and once every
+// item is done the summary files are written. SIGINT or a Stop ends it after the current batch,
+// with the folder ready to continue.
+#include "eval/EvalReport.h"
+#include "eval/EvalRun.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kvsteer {
+
+struct EvalJob {
+    std::string outDir;
+    RunIdentity identity;                 // dataset, model, spec and shard (see EvalReport.h)
+    std::vector<const EvalItem*> items;   // the items this run (this shard) evaluates
+    std::vector<BadLine> badLines;        // the dataset's skipped lines, recorded on a fresh start
+};
+
+struct EvalJobCallbacks {
+    std::function<void(size_t total, size_t alreadyDone)> onStart;   // before the first batch
+    std::function<void(const EvalItemResult&)> onItem;              // after it is on disk
+    std::function<void(const EvalItem&, const std::string& error)> onSkipped;
+    std::function<bool()> stopRequested;                            // asked between batches
+};
+
+struct EvalJobResult {
+    bool stopped = false;
+    EvalTotals totals;                    // of this run (not of an earlier one it continued)
+    nlohmann::ordered_json summary;       // null when stopped
+};
+
+EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJob& job, const EvalSteering& steering,
+                         const EvalOptions& options, const EvalJobCallbacks& callbacks);
+
+} // namespace kvsteer
