@@ -92,7 +92,7 @@ private:
     at::Tensor strengthFor(const EvalItem& item, const Prompt& prompt, const ImageU8* image) const {
         if (item.box) return boxStrength(*item.box, *image, prompt);
         const std::string& mask = !item.mask.empty() ? item.mask : steering_.mask;
-        if (mask.empty()) return at::Tensor();
+        if (mask.empty()) return steering_.strength;
         return loadMask(mask, prompt.span.gridHeight, prompt.span.gridWidth);
     }
 

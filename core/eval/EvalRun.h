@@ -37,6 +37,9 @@ struct EvalSteering {
     // The spec's MASK. An item's own mask or box wins; without either, this; without it, the
     // vector file's mask, else every cell of the grid (a text prompt: its last token), as steer.
     std::string mask;
+    // Or a painted map (the studio's canvas), used where `mask` would be; its grid must be the
+    // item's (an item on an image of another grid is an error naming both).
+    at::Tensor strength;
 };
 
 struct EvalOptions {

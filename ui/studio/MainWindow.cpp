@@ -1,6 +1,7 @@
 #include "studio/MainWindow.h"
 
 #include "studio/AtlasController.h"
+#include "studio/EvalController.h"
 #include "studio/DemoScene.h"
 #include "studio/DocumentController.h"
 #include "studio/ErrorReporter.h"
@@ -17,6 +18,7 @@
 #include "studio/StudioSettings.h"
 #include "studio/StudioStatusBar.h"
 #include "widgets/AtlasPanel.h"
+#include "widgets/EvalPanel.h"
 #include "widgets/HeatmapPanel.h"
 #include "widgets/Icons.h"
 #include "widgets/PatchCanvas.h"
@@ -82,10 +84,11 @@ MainWindow::~MainWindow() {
     // the controllers (and their connections) first.
     worker_->disconnect();
     for (QObject* child : findChildren<QObject*>()) child->disconnect(this);
-    for (QObject* c : std::initializer_list<QObject*>{startup_, document_, python_, steeringCtl_, atlas_, runs_, images_, models_, actions_, settings_, status_, errors_})
+    for (QObject* c : std::initializer_list<QObject*>{startup_, document_, python_, eval_, steeringCtl_, atlas_, runs_, images_, models_, actions_, settings_, status_, errors_})
         delete c;
     worker_->cancelRunsBefore(std::numeric_limits<quint64>::max());
     worker_->cancelAtlasesBefore(std::numeric_limits<quint64>::max());
+    worker_->cancelEvals();
     workerThread_.quit();
     workerThread_.wait();
 }
@@ -168,6 +171,16 @@ void MainWindow::buildPanes() {
     atlasDock->setWidget(atlasPanel_);
     atlasDock->setFeatures(dock->features());
     addDockWidget(Qt::RightDockWidgetArea, atlasDock, Qt::Vertical);
+
+    // Evaluate dock (Tools → Evaluate on a Dataset…), a tab beside the atlas, hidden until asked.
+    evalPanel_ = new EvalPanel(this);
+    evalDock_ = new QDockWidget(tr("Evaluate"), this);
+    evalDock_->setObjectName(QStringLiteral("evalDock"));
+    evalDock_->setWidget(evalPanel_);
+    evalDock_->setFeatures(dock->features());
+    tabifyDockWidget(atlasDock, evalDock_);
+    atlasDock->raise();
+    evalDock_->hide();
 }
 
 void MainWindow::createControllers() {
@@ -184,6 +197,11 @@ void MainWindow::createControllers() {
     runs_ = new RunController(worker_, errors_, status_, models_, images_, panes, this);
     atlas_ = new AtlasController(worker_, errors_, models_, images_, panes, atlasPanel_, this);
     steeringCtl_ = new SteeringController(worker_, errors_, status_, models_, images_, canvas_, prompt_, steering_, this);
+    eval_ = new EvalController(worker_, errors_, models_, images_, steeringCtl_, panes, evalPanel_, this);
+    connect(actions_->evaluate, &QAction::triggered, this, [this] {
+        evalDock_->show();
+        evalDock_->raise();
+    });
     python_ = new PythonHandOff(models_, images_, steeringCtl_, status_, panes, this);
     new TokenStripController(worker_, models_, prompt_, canvas_, imageHeader_, this);   // a text-only model's canvas
     document_ = new DocumentController(options_, errors_, status_, models_, images_, runs_, steeringCtl_, panes, undo_, this);

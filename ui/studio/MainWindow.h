@@ -7,7 +7,7 @@
 //   RunController      runs, live re-runs, answers       SteeringController vectors and masks
 //   DocumentController sessions, dirty flag, autosave    StartupSequence    the start-up script
 //   StudioSettings     what is remembered (QSettings)    StudioActions      menus and toolbars
-//   AtlasController    the strength × layer atlas dock
+//   AtlasController    the strength × layer atlas dock       EvalController     the Evaluate dock (datasets)
 //   StudioStatusBar    the status bar                    ErrorReporter      error dialogs
 //
 // The public methods and signals are the studio's scripting surface (tests, app/studio_main.cpp).
@@ -16,6 +16,7 @@
 #include <QMainWindow>
 #include <QThread>
 
+class QDockWidget;
 class QLabel;
 class QSplitter;
 class QToolBar;
@@ -24,6 +25,8 @@ class QUndoStack;
 namespace kvsteer::ui {
 
 class AtlasController;
+class EvalController;
+class EvalPanel;
 class AtlasPanel;
 class DocumentController;
 class ErrorReporter;
@@ -58,6 +61,9 @@ public:
     SteeringPanel* steeringPanel() const { return steering_; }
     AtlasPanel* atlasPanel() const { return atlasPanel_; }
     AtlasController* atlas() const { return atlas_; }
+    EvalPanel* evalPanel() const { return evalPanel_; }
+    EvalController* evaluation() const { return eval_; }
+    QDockWidget* evalDock() const { return evalDock_; }
     PythonHandOff* pythonHandOff() const { return python_; }
     StudioActions* actions() const { return actions_; }
     QUndoStack* undoStack() const { return undo_; }
@@ -136,6 +142,8 @@ private:
     QSplitter* rightSplit_ = nullptr;
     QToolBar* paintBar_ = nullptr;
     AtlasPanel* atlasPanel_ = nullptr;
+    EvalPanel* evalPanel_ = nullptr;
+    QDockWidget* evalDock_ = nullptr;
 
     ErrorReporter* errors_ = nullptr;
     StudioStatusBar* status_ = nullptr;
@@ -145,6 +153,7 @@ private:
     ImageController* images_ = nullptr;
     RunController* runs_ = nullptr;
     AtlasController* atlas_ = nullptr;
+    EvalController* eval_ = nullptr;
     PythonHandOff* python_ = nullptr;
     SteeringController* steeringCtl_ = nullptr;
     DocumentController* document_ = nullptr;

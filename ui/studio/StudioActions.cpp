@@ -216,6 +216,10 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
     QAction* mainToolbarToggle = view->addAction(tr("Main Toolbar"));
     mainToolbarToggle->setCheckable(true);
 
+    QMenu* tools = window->menuBar()->addMenu(tr("&Tools"));
+    evaluate = tools->addAction(tr("&Evaluate on a Dataset…"));
+    evaluate->setToolTip(tr("Score the current steering on a dataset, steered against unsteered"));
+
     QMenu* help = window->menuBar()->addMenu(tr("&Help"));
     connect(item(help, icons::Id::About, false, tr("&Quick Guide"), QKeySequence::HelpContents, tr("How to steer in five steps")),
             &QAction::triggered, window, [window] { showQuickGuide(window); });

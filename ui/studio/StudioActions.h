@@ -45,6 +45,7 @@ public:
     QAction* preferences = nullptr;
     QAction* copyPython = nullptr;      // the plan as a Hugging Face snippet
     QAction* about = nullptr;
+    QAction* evaluate = nullptr;        // Tools: shows the Evaluate dock
     // Run
     QAction* run = nullptr;
     QAction* stop = nullptr;

@@ -13,6 +13,7 @@
 //
 // This header is plain Qt; Worker.cpp includes the core (and libtorch) before any Qt header.
 #include "types/AtlasTypes.h"
+#include "types/EvalTypes.h"
 #include "types/StudioTypes.h"
 
 #include <QObject>
@@ -39,6 +40,8 @@ public:
     void cancelRunsBefore(quint64 id);
     // Thread-safe. Every atlas whose id is below `id` stops at its next decode step (WorkerAtlas.cpp).
     void cancelAtlasesBefore(quint64 id);
+    // Thread-safe. A running dataset evaluation stops after its current batch (WorkerEval.cpp).
+    void cancelEvals();
     // Thread-safe. A model load in progress stops at its next tensor (modelLoadCancelled).
     void cancelLoad();
     // Thread-safe. Decode steps completed by the run in progress (or the last run).
@@ -66,6 +69,7 @@ public Q_SLOTS:
     // image; before one, the model's), or for a text-only model the token strip of `prompt`.
     void loadMask(const QString& spec, const QString& prompt);
     void runAtlas(const kvsteer::ui::AtlasRequest& request);   // WorkerAtlas.cpp
+    void runEval(const kvsteer::ui::EvalRequest& request);     // WorkerEval.cpp
 
 Q_SIGNALS:
     // One signal per result and one per failure kind; a failure's message is readable as it is.
@@ -101,6 +105,10 @@ Q_SIGNALS:
     void atlasCell(const kvsteer::ui::AtlasCellResult& cell);   // as each cell finishes
     void atlasFinished(const kvsteer::ui::AtlasFinished& info);
     void atlasFailed(quint64 atlasId, const QString& message);
+    void evalStarted(const kvsteer::ui::EvalStarted& info);
+    void evalItem(const kvsteer::ui::EvalItemRow& item);     // as each batch ends
+    void evalFinished(const kvsteer::ui::EvalFinished& info);
+    void evalFailed(quint64 evalId, const QString& message);
 
 private:
     // Keeps `vectors` (and the file info they came with) as the ones runs use; what the UI is told.

@@ -55,6 +55,7 @@ struct Worker::State {
     std::atomic<quint64> atlasCancelBelow{0};   // the atlas (WorkerAtlas.cpp): ids below stop
     std::atomic<quint64> atlasRunning{0};
     std::atomic<bool> atlasStop{false};
+    std::atomic<bool> evalStop{false};          // the dataset evaluation (WorkerEval.cpp)
     mutable std::mutex heatmapMutex;
     HeatmapSettings heatmap;
 

@@ -1,6 +1,7 @@
 // The Worker's steering-vector and mask requests: compute (a recipe), import, hold a session's
 // vectors, export with the panel's plan, and masks in and out. The core comes first, as in Worker.cpp.
 #include "Error.h"
+#include "eval/BoxCells.h"
 #include "io/Image.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
@@ -209,6 +210,19 @@ void Worker::exportMask(const QString& path, const StrengthGrid& strength) {
     }
 }
 
+namespace {
+
+std::array<double, 4> boxFromSpec(const QString& spec) {
+    const QStringList parts = spec.mid(4).split(QLatin1Char(','));
+    std::array<double, 4> box{};
+    bool ok = parts.size() == 4;
+    for (int i = 0; ok && i < 4; ++i) box[size_t(i)] = parts[i].toDouble(&ok);
+    if (!ok) throw kvsteer::Error("mask " + ss(spec) + ": expected box:x0,y0,x1,y1 (image pixels)");
+    return box;
+}
+
+} // namespace
+
 void Worker::loadMask(const QString& spec, const QString& prompt) {
     try {
         if (!d->model) throw kvsteer::Error("load a model first: a mask is read onto the model's patch grid");
@@ -219,7 +233,12 @@ void Worker::loadMask(const QString& spec, const QString& prompt) {
             const ImageLayout layout = d->model->imageLayout(d->model->preprocessImage(d->image));
             grid = {layout.gridHeight, layout.gridWidth};
         }
-        const at::Tensor m = kvsteer::loadMask(ss(spec), grid.height, grid.width);
+        // "box:x0,y0,x1,y1": an eval item's box in the open image's pixels, through the family's
+        // resize and crop onto its grid (the Evaluate dock's click-through).
+        const bool box = spec.startsWith(QLatin1String("box:"));
+        if (box && d->image.empty()) throw kvsteer::Error("a box needs an open image");
+        const at::Tensor m = box ? boxStrength(boxFromSpec(spec), d->image, buildPrompt(*d->model, ss(prompt), false, &d->image))
+                                 : kvsteer::loadMask(ss(spec), grid.height, grid.width);
         Q_EMIT maskLoaded(gridFromTensor(m), spec);
     } catch (...) {
         Q_EMIT maskLoadFailed(spec, describeFailure(tr("reading the mask %1").arg(spec), std::current_exception()));

@@ -1,0 +1,12 @@
+#include "types/EvalTypes.h"
+
+namespace kvsteer::ui {
+
+void registerEvalTypes() {
+    qRegisterMetaType<EvalRequest>();
+    qRegisterMetaType<EvalStarted>();
+    qRegisterMetaType<EvalItemRow>();
+    qRegisterMetaType<EvalFinished>();
+}
+
+} // namespace kvsteer::ui

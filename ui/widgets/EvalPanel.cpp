@@ -1,0 +1,199 @@
+#include "widgets/EvalPanel.h"
+
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+namespace kvsteer::ui {
+
+namespace {
+
+enum Filter { AllChanged = 0, RightToWrong, WrongToRight };
+
+bool passes(const EvalItemRow& r, int filter) {
+    if (filter == RightToWrong) return r.unsteeredCorrect && !r.steeredCorrect;
+    if (filter == WrongToRight) return !r.unsteeredCorrect && r.steeredCorrect;
+    return true;
+}
+
+} // namespace
+
+EvalPanel::EvalPanel(QWidget* parent) : QWidget(parent) {
+    auto* v = new QVBoxLayout(this);
+    v->setContentsMargins(6, 4, 6, 4);
+    auto* form = new QFormLayout;
+    form->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
+    auto* pick = new QHBoxLayout;
+    dataset_ = new QLineEdit(this);
+    dataset_->setPlaceholderText(tr("a JSONL file: POPE's format or id/image/question/answer"));
+    auto* browse = new QPushButton(tr("Browse…"), this);
+    pick->addWidget(dataset_, 1);
+    pick->addWidget(browse);
+    form->addRow(tr("Dataset"), pick);
+    outDir_ = new QLineEdit(this);
+    outDir_->setToolTip(tr("Where items.jsonl and the summary go. The same folder continues a stopped run."));
+    form->addRow(tr("Results"), outDir_);
+    regions_ = new QComboBox(this);
+    regions_->addItem(tr("Each item's box or mask"));
+    regions_->addItem(tr("The painted map, for every item"));
+    regions_->setToolTip(tr("Which cells to steer. An item without a box or mask gets the vector file's mask, else every cell."));
+    form->addRow(tr("Cells"), regions_);
+    metric_ = new QComboBox(this);
+    for (const char* m : {"pope", "exact", "contains"}) metric_->addItem(QString::fromLatin1(m));
+    metric_->setToolTip(tr("pope: yes/no read as POPE reads it; exact / contains: against the item's answers"));
+    form->addRow(tr("Metric"), metric_);
+    tokens_ = new QSpinBox(this);
+    tokens_->setRange(1, 256);
+    tokens_->setValue(8);
+    form->addRow(tr("Max tokens"), tokens_);
+    v->addLayout(form);
+
+    auto* buttons = new QHBoxLayout;
+    evaluate_ = new QPushButton(tr("Evaluate"), this);
+    evaluate_->setToolTip(tr("Answer every item unsteered and steered with the Steering panel's plan"));
+    stop_ = new QPushButton(tr("Stop"), this);
+    stop_->setEnabled(false);
+    progress_ = new QProgressBar(this);
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+    buttons->addWidget(evaluate_);
+    buttons->addWidget(stop_);
+    buttons->addWidget(progress_, 1);
+    v->addLayout(buttons);
+    status_ = new QLabel(this);
+    status_->setWordWrap(true);
+    v->addWidget(status_);
+
+    plot_ = new QCustomPlot(this);
+    plot_->setMinimumHeight(170);
+    plot_->yAxis->setRange(0, 1.05);
+    plot_->legend->setVisible(true);
+    plot_->legend->setFont(font());
+    v->addWidget(plot_, 1);
+
+    filter_ = new QComboBox(this);
+    filter_->addItem(tr("Correctness changed"));
+    filter_->addItem(tr("Right → wrong"));
+    filter_->addItem(tr("Wrong → right"));
+    v->addWidget(filter_);
+    table_ = new QTableWidget(0, 4, this);
+    table_->setHorizontalHeaderLabels({tr("Item"), tr("Question"), tr("Unsteered"), tr("Steered")});
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setToolTip(tr("Double-click an item to open its image, question and cells on the canvas"));
+    v->addWidget(table_, 1);
+
+    connect(browse, &QPushButton::clicked, this, &EvalPanel::browseRequested);
+    connect(evaluate_, &QPushButton::clicked, this, &EvalPanel::evaluateRequested);
+    connect(stop_, &QPushButton::clicked, this, &EvalPanel::stopRequested);
+    connect(filter_, &QComboBox::currentIndexChanged, this, &EvalPanel::refreshTable);
+    connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+        const int index = table_->item(row, 0)->data(Qt::UserRole).toInt();
+        if (index >= 0 && index < changed_.size()) Q_EMIT itemActivated(changed_[index]);
+    });
+}
+
+QString EvalPanel::dataset() const { return dataset_->text().trimmed(); }
+
+void EvalPanel::setDataset(const QString& path) {
+    dataset_->setText(path);
+    // A folder beside the dataset, unless the person chose another (a proposed one ends in .eval).
+    const QFileInfo f(path);
+    if (outDir().isEmpty() || outDir().endsWith(QLatin1String(".eval")))
+        setOutDir(f.absolutePath() + QLatin1Char('/') + f.completeBaseName() + QStringLiteral(".eval"));
+}
+
+QString EvalPanel::outDir() const { return outDir_->text().trimmed(); }
+void EvalPanel::setOutDir(const QString& dir) { outDir_->setText(dir); }
+bool EvalPanel::itemRegions() const { return regions_->currentIndex() == 0; }
+QString EvalPanel::metric() const { return metric_->currentText(); }
+int EvalPanel::maxNewTokens() const { return tokens_->value(); }
+QString EvalPanel::status() const { return status_->text(); }
+
+void EvalPanel::setRunning(bool running) {
+    evaluate_->setEnabled(!running);
+    stop_->setEnabled(running);
+}
+
+void EvalPanel::setProgress(int done, int total) {
+    progress_->setRange(0, std::max(1, total));
+    progress_->setValue(done);
+}
+
+void EvalPanel::setStatus(const QString& text) { status_->setText(text); }
+
+void EvalPanel::clearResults() {
+    changed_.clear();
+    plot_->clearPlottables();
+    plot_->replot();
+    refreshTable();
+}
+
+void EvalPanel::addItem(const EvalItemRow& row) {
+    if (row.unsteeredCorrect == row.steeredCorrect) return;
+    changed_.push_back(row);
+    refreshTable();
+}
+
+void EvalPanel::refreshTable() {
+    table_->setRowCount(0);
+    for (int i = 0; i < changed_.size(); ++i) {
+        const EvalItemRow& r = changed_[i];
+        if (!passes(r, filter_->currentIndex())) continue;
+        const int row = table_->rowCount();
+        table_->insertRow(row);
+        auto* id = new QTableWidgetItem(r.id);
+        id->setData(Qt::UserRole, i);
+        table_->setItem(row, 0, id);
+        table_->setItem(row, 1, new QTableWidgetItem(r.question));
+        table_->setItem(row, 2, new QTableWidgetItem((r.unsteeredCorrect ? QStringLiteral("✓ ") : QStringLiteral("✗ ")) + r.unsteeredText));
+        table_->setItem(row, 3, new QTableWidgetItem((r.steeredCorrect ? QStringLiteral("✓ ") : QStringLiteral("✗ ")) + r.steeredText));
+    }
+}
+
+void EvalPanel::showSummary(const EvalFinished& f) {
+    plot_->clearPlottables();
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    QVector<double> at, atSteered, minus, plus;
+    for (int i = 0; i < f.metricNames.size(); ++i) {
+        ticker->addTick(i + 1, f.metricNames[i]);
+        at << i + 1 - 0.2;
+        atSteered << i + 1 + 0.2;
+        // The steered bar's whisker: the unsteered value plus the difference's 95 % interval.
+        minus << f.difference[i] - f.low[i];
+        plus << f.high[i] - f.difference[i];
+    }
+    auto* unsteered = new QCPBars(plot_->xAxis, plot_->yAxis);
+    unsteered->setName(tr("unsteered"));
+    unsteered->setWidth(0.38);
+    unsteered->setBrush(QColor(0x9a, 0xa0, 0xa6));
+    unsteered->setPen(Qt::NoPen);
+    unsteered->setData(at, f.unsteered);
+    auto* steered = new QCPBars(plot_->xAxis, plot_->yAxis);
+    steered->setName(tr("steered (95 % interval)"));
+    steered->setWidth(0.38);
+    steered->setBrush(QColor(0x1a, 0x73, 0xe8));
+    steered->setPen(Qt::NoPen);
+    steered->setData(atSteered, f.steered);
+    auto* whiskers = new QCPErrorBars(plot_->xAxis, plot_->yAxis);
+    whiskers->removeFromLegend();
+    whiskers->setDataPlottable(steered);
+    whiskers->setData(minus, plus);
+    plot_->xAxis->setTicker(ticker);
+    plot_->xAxis->setRange(0.4, f.metricNames.size() + 0.6);
+    plot_->replot();
+}
+
+} // namespace kvsteer::ui
