@@ -76,11 +76,13 @@ EvalPanel::EvalPanel(QWidget* parent) : QWidget(parent) {
     v->addWidget(status_);
 
     plot_ = new QCustomPlot(this);
-    plot_->setMinimumHeight(170);
-    plot_->yAxis->setRange(0, 1.05);
+    plot_->setMinimumHeight(240);
+    plot_->yAxis->setRange(0, 1.45);   // room above the bars for the legend
     plot_->legend->setVisible(true);
     plot_->legend->setFont(font());
-    v->addWidget(plot_, 1);
+    plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignHCenter);
+    v->addWidget(plot_);
 
     filter_ = new QComboBox(this);
     filter_->addItem(tr("Correctness changed"));
