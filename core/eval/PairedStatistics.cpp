@@ -28,7 +28,8 @@ std::map<std::string, Interval> pairedBootstrap(EvalMetric metric, const std::ve
         const auto ma = metricValues(metric, a), mb = metricValues(metric, b);
         for (const auto& [name, v] : mb) diffs[name].push_back(v - ma.at(name));
     }
-    for (auto& [name, d] : diffs) {
+    for (auto& entry : diffs) {   // (not a structured binding: C++17 lambdas cannot capture one)
+        std::vector<double>& d = entry.second;
         std::sort(d.begin(), d.end());
         auto at = [&](double q) {   // the q-quantile, linear between order statistics
             const double pos = q * double(d.size() - 1);
@@ -36,7 +37,7 @@ std::map<std::string, Interval> pairedBootstrap(EvalMetric metric, const std::ve
             const double f = pos - double(i);
             return i + 1 < d.size() ? d[i] * (1 - f) + d[i + 1] * f : d[i];
         };
-        out[name] = {at(0.025), at(0.975)};
+        out[entry.first] = {at(0.025), at(0.975)};
     }
     return out;
 }
