@@ -29,7 +29,7 @@ struct RunNotices {
 
 // What is known before the first answer token (the studio shows it, then streams the tokens).
 struct SteeredRunStart {
-    SteeredCache steered;           // the edited cache (shares memory with the result's)
+    SteeredCache steered;           // the edited cache (the studio keeps it for its heatmaps)
     RunNotices notices;
     int maxNewTokens = 0;           // the budget both streams decode with
     int64_t promptTokens = 0;
