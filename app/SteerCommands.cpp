@@ -24,8 +24,6 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <set>
-#include <sstream>
 
 namespace kvsteer {
 
