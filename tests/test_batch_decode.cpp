@@ -44,6 +44,12 @@ std::vector<RowTrace> traceBatch(const Session& session, const std::vector<const
     return traces;
 }
 
+// The demo scene's prompt, prefilled.
+void prefillDemoScene(Session& session) {
+    const ImageU8 image = loadImage(KVSTEER_DEMO_IMAGE);
+    session.prefill(buildPrompt(session.model(), "What color is the circle?", false, &image), 16);
+}
+
 void compareTraces(const RowTrace& a, const RowTrace& b, const char* where) {
     QVERIFY2(a.ids == b.ids, where);
     QCOMPARE(a.logits.size(), b.logits.size());
@@ -122,10 +128,8 @@ private slots:
     // Rows are reported as they end, in row order within a step; a sampled row keeps its own
     // random stream (the same seed alone or batched gives the same ids).
     void rowsEndOnTheirOwnBudgetsAndSamplers() {
-        auto model = loadModel(KVSTEER_DEMO_MODEL_DIR);
-        Session session(model);
-        const ImageU8 image = loadImage(KVSTEER_DEMO_IMAGE);
-        session.prefill(buildPrompt(*model, "What color is the circle?", false, &image), 16);
+        Session session(loadModel(KVSTEER_DEMO_MODEL_DIR));
+        prefillDemoScene(session);
         DecodeRow greedy;
         greedy.seedToken = session.lastPromptToken();
         greedy.maxNewTokens = 6;
@@ -152,10 +156,8 @@ private slots:
     }
 
     void cancelStopsBetweenSteps() {
-        auto model = loadModel(KVSTEER_DEMO_MODEL_DIR);
-        Session session(model);
-        const ImageU8 image = loadImage(KVSTEER_DEMO_IMAGE);
-        session.prefill(buildPrompt(*model, "What color is the circle?", false, &image), 16);
+        Session session(loadModel(KVSTEER_DEMO_MODEL_DIR));
+        prefillDemoScene(session);
         DecodeRow row;
         row.seedToken = session.lastPromptToken();
         row.maxNewTokens = 8;
