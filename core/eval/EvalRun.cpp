@@ -9,12 +9,15 @@
 #include "steer/SideBySide.h"
 #include "steer/SteeredRun.h"
 
+#include <ATen/ops/equal.h>
+
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
+#include <utility>
 
 namespace kvsteer {
 
@@ -26,13 +29,21 @@ double msSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// One question made ready to decode: its own session (the snapshot), the edited cache and budget.
+// One question on its way to decoding: its prompt and plan, then its own session (the snapshot),
+// the edited cache and the budget.
 struct PreparedItem {
     const EvalItem* item = nullptr;
+    Prompt prompt;
+    SteeringPlan plan;
     std::unique_ptr<Session> session;
     SteeredRunStart start;
     bool prefixReused = false;
     double prefillMs = 0;
+};
+
+struct FailedItem {
+    const EvalItem* item;
+    std::string error;
 };
 
 // The image the items being prepared are about, with its shared prefix once computed.
@@ -43,41 +54,104 @@ struct ImageState {
     std::optional<KVCache> prefix;
 };
 
+// Takes items in evalOrder and makes them ready to decode. The questions about one image wait
+// until the image changes (or finish()), so those of equal token count continue from the image's
+// prefix as one batch (Session::prefillFromShared).
 class EvalRunner {
 public:
-    EvalRunner(const std::shared_ptr<const Model>& model, const EvalSteering& steering, const EvalOptions& options, EvalTotals& totals)
-        : model_(model), steering_(steering), options_(options), totals_(totals) {}
+    EvalRunner(const std::shared_ptr<const Model>& model, const EvalSteering& steering, const EvalOptions& options, EvalTotals& totals,
+               size_t maxWaiting)
+        : model_(model), steering_(steering), options_(options), totals_(totals), maxWaiting_(maxWaiting) {}
 
-    PreparedItem prepare(const EvalItem& item) {
-        PreparedItem p;
-        p.item = &item;
-        const ImageU8* image = imageFor(item);
-        const Prompt prompt = image ? buildImagePrompt(*model_, item.question, false, current_.processed)
-                                    : buildPrompt(*model_, item.question, false, nullptr);
-        const SteeringPlan plan = makePlan(steering_.plan, steering_.vectors, steering_.vectorsInfo, strengthFor(item, prompt, image), prompt.span,
-                                           model_->config().text.numLayers);
-        p.session = std::make_unique<Session>(model_);
-        const auto t0 = std::chrono::steady_clock::now();
-        const int64_t shared = prompt.hasImage ? prompt.span.end() : 0;
-        const bool reusable = options_.prefixReuse && shared > 0 && shared + 1 < int64_t(prompt.ids.size()) &&
-                              model_->promptAttention() == PromptAttention::Causal;
-        if (reusable) {
-            p.prefixReused = current_.prefix && current_.prefix->size() == shared &&
-                             std::equal(current_.prefix->tokens().begin(), current_.prefix->tokens().end(), prompt.ids.begin());
-            if (!p.prefixReused) {
-                current_.prefix = p.session->prefillPrefix(prompt, shared);
-                ++totals_.prefixes;
-            }
-            p.session->prefillFrom(*current_.prefix, prompt, options_.generation.maxNewTokens);
+    void add(const EvalItem& item, std::vector<PreparedItem>& ready) {
+        if (!waiting_.empty() && item.image != current_.path) finish(ready);
+        try {
+            PreparedItem p;
+            p.item = &item;
+            const ImageU8* image = imageFor(item);
+            p.prompt = image ? buildImagePrompt(*model_, item.question, false, current_.processed) : buildPrompt(*model_, item.question, false, nullptr);
+            p.plan = makePlan(steering_.plan, steering_.vectors, steering_.vectorsInfo, strengthFor(item, p.prompt, image), p.prompt.span,
+                              model_->config().text.numLayers);
+            p.session = std::make_unique<Session>(model_);
+            waiting_.push_back(std::move(p));
+        } catch (const Error& e) {
+            fail(item, e.what());
         }
-        bool cancelled = false;
-        p.start = prepareSteeredRun(*p.session, prompt, plan, options_.generation, {}, &cancelled);
-        p.prefillMs = reusable ? msSince(t0) - p.start.steered.editMs : p.start.prefillMs;
-        totals_.prefillMs += p.prefillMs;
-        return p;
+        if (waiting_.size() >= maxWaiting_) finish(ready);
     }
 
+    // Prefills and edits every waiting item, appending them to `ready` in the order they came.
+    void finish(std::vector<PreparedItem>& ready) {
+        continueFromPrefix();
+        for (PreparedItem& p : waiting_) {
+            try {
+                bool cancelled = false;
+                p.start = prepareSteeredRun(*p.session, p.prompt, p.plan, options_.generation, {}, &cancelled);
+                if (!p.prefixReused && p.prefillMs == 0) p.prefillMs = p.start.prefillMs;
+                totals_.prefillMs += p.prefillMs;
+                ready.push_back(std::move(p));
+            } catch (const Error& e) {
+                fail(*p.item, e.what());
+            }
+        }
+        waiting_.clear();
+    }
+
+    std::vector<FailedItem> takeFailures() { return std::exchange(failures_, {}); }
+
 private:
+    // The waiting prompts that share the image's prefix continue from it, one batch per length.
+    void continueFromPrefix() {
+        std::vector<std::vector<PreparedItem*>> batches;
+        for (PreparedItem& p : waiting_) {
+            if (!reusable(p.prompt)) continue;
+            auto same = std::find_if(batches.begin(), batches.end(), [&](const auto& b) { return sameLayout(b.front()->prompt, p.prompt); });
+            if (same == batches.end()) batches.push_back({&p});
+            else same->push_back(&p);
+        }
+        for (const std::vector<PreparedItem*>& batch : batches) {
+            const Prompt& first = batch.front()->prompt;
+            const int64_t shared = first.span.end();
+            const auto t0 = std::chrono::steady_clock::now();
+            const bool computed = !(current_.prefix && current_.prefix->size() == shared &&
+                                    std::equal(current_.prefix->tokens().begin(), current_.prefix->tokens().end(), first.ids.begin()));
+            std::vector<Session*> sessions;
+            std::vector<const Prompt*> prompts;
+            for (PreparedItem* p : batch) {
+                sessions.push_back(p->session.get());
+                prompts.push_back(&p->prompt);
+            }
+            try {
+                if (computed) {
+                    current_.prefix = batch.front()->session->prefillPrefix(first, shared);
+                    ++totals_.prefixes;
+                }
+                const double prefixMs = msSince(t0);
+                Session::prefillFromShared(*current_.prefix, sessions, prompts, options_.generation.maxNewTokens);
+                for (PreparedItem* p : batch) {
+                    p->prefixReused = !computed || p != batch.front();
+                    p->prefillMs = p->session->prefillMs() + (p->prefixReused ? 0 : prefixMs);
+                }
+            } catch (const Error&) {
+                // Left unprefilled: prepareSteeredRun prefills each whole, or names what fails.
+            }
+        }
+    }
+
+    bool reusable(const Prompt& prompt) const {
+        const int64_t shared = prompt.hasImage ? prompt.span.end() : 0;
+        return options_.prefixReuse && shared > 0 && shared + 1 < int64_t(prompt.ids.size()) &&
+               model_->promptAttention() == PromptAttention::Causal;
+    }
+
+    // Whether two prompts can continue from one prefix in one batch: the same prefix, length and positions.
+    static bool sameLayout(const Prompt& a, const Prompt& b) {
+        const int64_t shared = a.span.end();
+        return a.ids.size() == b.ids.size() && b.span.end() == shared && a.positionOffset == b.positionOffset &&
+               std::equal(a.ids.begin(), a.ids.begin() + shared, b.ids.begin()) &&
+               a.positionIds.defined() == b.positionIds.defined() && (!a.positionIds.defined() || at::equal(a.positionIds, b.positionIds));
+    }
+
     const ImageU8* imageFor(const EvalItem& item) {
         if (item.image.empty()) return nullptr;
         if (item.image != current_.path) {
@@ -96,11 +170,18 @@ private:
         return loadMask(mask, prompt.span.gridHeight, prompt.span.gridWidth);
     }
 
+    void fail(const EvalItem& item, const std::string& error) {
+        failures_.push_back({&item, "item " + item.id + " (line " + std::to_string(item.line) + "): " + error});
+    }
+
     std::shared_ptr<const Model> model_;
     const EvalSteering& steering_;
     const EvalOptions& options_;
     EvalTotals& totals_;
+    size_t maxWaiting_;
     ImageState current_;
+    std::vector<PreparedItem> waiting_;
+    std::vector<FailedItem> failures_;
 };
 
 // Decodes the prepared items' pairs: items whose caches hold the same number of tokens at the same
@@ -176,30 +257,34 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
     if (options.batchRows < 2 || options.batchRows > 8) throw Error("eval: a batch holds 2 to 8 rows (two per question)");
     const auto t0 = std::chrono::steady_clock::now();
     EvalTotals totals;
-    EvalRunner runner(model, steering, options, totals);
-    const std::vector<const EvalItem*> order = evalOrder(items);
     // Items are prepared a few batches at a time, so questions whose prompts have the same length
     // find each other and fill a batch; at most kPreparedBytes of caches are held at once.
     const TextConfig& t = model->config().text;
-    const size_t perChunk = size_t(options.batchRows / 2) * 4;
+    const size_t perChunk = size_t(options.batchRows / 2) * 8;
+    EvalRunner runner(model, steering, options, totals, perChunk);
+    const std::vector<const EvalItem*> order = evalOrder(items);
+    auto reportFailures = [&] {
+        for (const FailedItem& f : runner.takeFailures()) {
+            if (!options.skipBad) throw Error(f.error, {Remedy::SkipBadItems});
+            if (callbacks.onSkipped) callbacks.onSkipped(*f.item, f.error);
+        }
+    };
     for (size_t next = 0; next < order.size();) {
         if (callbacks.stopRequested && callbacks.stopRequested()) {
             totals.stopped = true;
             break;
         }
         std::vector<PreparedItem> prepared;
-        int64_t held = 0;
-        while (prepared.size() < perChunk && held < kPreparedBytes && next < order.size()) {
-            const EvalItem& item = *order[next++];
-            try {
-                prepared.push_back(runner.prepare(item));
-                // The snapshot and its edited copy, float32.
-                held += 2 * 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * prepared.back().session->snapshot().capacity() * 4;
-            } catch (const Error& e) {
-                const std::string what = "item " + item.id + " (line " + std::to_string(item.line) + "): " + e.what();
-                if (!options.skipBad) throw Error(what, {Remedy::SkipBadItems});
-                if (callbacks.onSkipped) callbacks.onSkipped(item, what);
-            }
+        auto held = [&] {   // each snapshot and its edited copy, float32
+            int64_t bytes = 0;
+            for (const PreparedItem& p : prepared)
+                bytes += 2 * 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * p.session->snapshot().capacity() * 4;
+            return bytes;
+        };
+        while (prepared.size() < perChunk && held() < kPreparedBytes && next < order.size()) {
+            runner.add(*order[next++], prepared);
+            if (next == order.size()) runner.finish(prepared);
+            reportFailures();
         }
         for (const EvalItemResult& r : decodeItems(prepared, options, totals)) {
             ++totals.items;

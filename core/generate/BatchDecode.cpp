@@ -52,7 +52,7 @@ BatchResult decodeBatch(const Session& session, KVCache batch, const std::vector
 
     int longest = 0;
     for (const DecodeRow& r : rows) longest = std::max(longest, r.maxNewTokens);
-    batch.reserve(batch.size() + longest + 1);
+    batch.reserve(batch.size() + longest);   // the seed and every token but the last are fed
 
     ForwardPass pass;
     pass.captureAttention = captureAttention;

@@ -91,34 +91,64 @@ KVCache Session::prefillPrefix(const Prompt& prompt, int64_t n) const {
 }
 
 void Session::prefillFrom(const KVCache& prefix, const Prompt& prompt, int64_t reserveTokens) {
+    prefillFromShared(prefix, {this}, {&prompt}, reserveTokens);
+}
+
+void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session*>& sessions, const std::vector<const Prompt*>& prompts,
+                                int64_t reserveTokens) {
     c10::NoGradGuard noGrad;
+    if (sessions.empty() || sessions.size() != prompts.size()) throw Error("prefix reuse: one prompt per session");
+    const Session& first = *sessions.front();
+    const Model& model = *first.model_;
     const std::vector<int64_t>& shared = prefix.tokens();
-    if (model_->promptAttention() == PromptAttention::Bidirectional)
-        throw Error("prefix reuse: " + model_->familyName() + " prompts attend in both directions, so no prefix can be shared");
-    if (shared.size() + 1 > prompt.ids.size() || !std::equal(shared.begin(), shared.end(), prompt.ids.begin()))
-        throw Error("prefix reuse: the prompt does not start with the prefix's tokens");
-    prefilled_ = false;
-    snapshot_ = KVCache();
-    prompt_ = prompt;
-    imageFeatures_ = at::Tensor();   // inside the prefix; not encoded again
-    imageEncodeMs_ = 0;
+    const Prompt& p0 = *prompts.front();
+    if (model.promptAttention() == PromptAttention::Bidirectional)
+        throw Error("prefix reuse: " + model.familyName() + " prompts attend in both directions, so no prefix can be shared");
+    for (size_t b = 0; b < prompts.size(); ++b) {
+        const Prompt& p = *prompts[b];
+        if (shared.size() + 1 > p.ids.size() || !std::equal(shared.begin(), shared.end(), p.ids.begin()))
+            throw Error("prefix reuse: the prompt does not start with the prefix's tokens");
+        // One batch has one set of positions: the prompts must lay out alike (same length, offset and
+        // M-RoPE rows), which prompts about one image with questions of one length do.
+        const bool samePositions = p.positionIds.defined() == p0.positionIds.defined() &&
+                                   (!p.positionIds.defined() || at::equal(p.positionIds, p0.positionIds));
+        if (p.ids.size() != p0.ids.size() || p.positionOffset != p0.positionOffset || !samePositions ||
+            sessions[b]->model_ != first.model_)
+            throw Error("prefix reuse: prompts continued as one batch must have the same length, positions and model");
+    }
+    for (Session* s : sessions) {   // until the snapshots are made (a failed forward leaves them unprefilled)
+        s->prefilled_ = false;
+        s->snapshot_ = KVCache();
+    }
     const auto t0 = std::chrono::steady_clock::now();
     // A copy with room for the rest of the prompt and the answer, made in one go: reserve() on a
     // shallow copy moves the held tokens into new buffers and leaves the prefix's own untouched.
-    KVCache snapshot = prefix;
-    snapshot.reserve(std::max(prefix.capacity() + 1, std::min<int64_t>(int64_t(prompt.ids.size()) + std::max<int64_t>(reserveTokens, 1),
-                                                                       model_->config().text.maxPositionEmbeddings)));
-    snapshot.positionOffset = prompt.positionOffset;
-    snapshot.promptPositions = prompt.positionIds;
-    const std::vector<int64_t> rest(prompt.ids.begin() + int64_t(shared.size()), prompt.ids.end() - 1);
-    if (!rest.empty()) {   // (not feed(): its "full sequence" rule must not guess here)
-        forwardIds(snapshot, at::tensor(rest, at::TensorOptions().dtype(at::kLong)).unsqueeze(0));
-        snapshot.appendTokens(rest);
+    KVCache roomy = prefix;
+    roomy.reserve(std::max(prefix.capacity() + 1, std::min<int64_t>(int64_t(p0.ids.size()) + std::max<int64_t>(reserveTokens, 1),
+                                                                    model.config().text.maxPositionEmbeddings)));
+    roomy.positionOffset = p0.positionOffset;
+    roomy.promptPositions = p0.positionIds;
+    // The rest of every prompt ([B, T]) in one forward over B copies of the prefix: the weights are
+    // read once for all the questions. (Not feed(): its "full sequence" rule must not guess here.)
+    const int64_t restLength = int64_t(p0.ids.size() - shared.size()) - 1;
+    std::vector<int64_t> rest;
+    for (const Prompt* p : prompts) rest.insert(rest.end(), p->ids.begin() + int64_t(shared.size()), p->ids.end() - 1);
+    KVCache batch = sessions.size() == 1 ? std::move(roomy) : KVCache::stackRows(std::vector<const KVCache*>(sessions.size(), &roomy));
+    if (restLength > 0)
+        first.forwardIds(batch, at::tensor(rest, at::TensorOptions().dtype(at::kLong)).view({int64_t(sessions.size()), restLength}));
+    const double ms = msSince(t0) / double(sessions.size());
+    for (size_t b = 0; b < sessions.size(); ++b) {
+        KVCache snapshot = sessions.size() == 1 ? std::move(batch) : batch.row(int64_t(b));
+        snapshot.appendTokens(std::vector<int64_t>(prompts[b]->ids.begin() + int64_t(shared.size()), prompts[b]->ids.end() - 1));
+        snapshot.visualSpan = prompts[b]->span;
+        Session& s = *sessions[b];
+        s.prompt_ = *prompts[b];
+        s.imageFeatures_ = at::Tensor();   // inside the prefix; not encoded again
+        s.imageEncodeMs_ = 0;
+        s.snapshot_ = std::move(snapshot);
+        s.prefillMs_ = ms;
+        s.prefilled_ = true;
     }
-    snapshot.visualSpan = prompt.span;
-    snapshot_ = std::move(snapshot);
-    prefillMs_ = msSince(t0);
-    prefilled_ = true;
 }
 
 bool Session::holds(const Prompt& prompt) const {
