@@ -57,10 +57,12 @@ Prompt promptFrom(const Model& model, const std::string& text, bool raw, const P
 
     ImageLayout layout;
     if (p.hasImage) {
-        p.image = *image;
+        // The uint8 images, and the float pixels once, as the tensor (eval builds a prompt per question).
+        p.image.resized = image->resized;
+        p.image.cropped = image->cropped;
         layout = model.imageLayout(p.image);
         const int64_t h = p.image.cropped.height, w = p.image.cropped.width;
-        p.pixels = at::from_blob(p.image.pixels.data(), {1, 3, h, w}, at::TensorOptions().dtype(at::kFloat)).clone();
+        p.pixels = at::from_blob(const_cast<float*>(image->pixels.data()), {1, 3, h, w}, at::TensorOptions().dtype(at::kFloat)).clone();
     }
     // Tokenize with the single placeholder, then expand it: the same ids the processors get by
     // repeating the "<image>" string, because added tokens split the text either way.

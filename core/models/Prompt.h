@@ -19,7 +19,7 @@ struct Prompt {
     std::vector<int64_t> ids;       // tokens (BOS where the family puts it), <image> expanded
     VisualSpan span;                // where the visual tokens are; without an image, the token strip
     bool hasImage = false;
-    PreprocessedImage image;        // resized / cropped uint8 and CHW float pixels
+    PreprocessedImage image;        // resized / cropped uint8 (its float `pixels` left empty: see below)
     at::Tensor pixels;              // [1, 3, H, W] float32 (undefined without an image)
     // RoPE positions (the family's rule; the Session keeps both with the cache): token i sits at
     // i + positionOffset, or at column i of positionIds [3, L] under M-RoPE (Qwen2-VL: t, h, w).
