@@ -11,12 +11,15 @@
 #include "io/TextFile.h"
 #include "models/ModelRegistry.h"
 #include "steer/SteeringOperator.h"
+#include "steer/StudioSession.h"
 
+#include <ATen/ops/count_nonzero.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -49,14 +52,67 @@ Shard parseShard(const std::string& text) {
 }
 
 // The steering spec as text whose hash a resumed run and a shard must match: every plan flag, the
-// vector file's bytes, the mask and how the answers are chosen.
-std::string steeringHash(const CommandLine& cl, const GenerationOptions& g) {
+// vector file's bytes, the mask, the session's plan, map and vectors, and how the answers are chosen.
+std::string steeringHash(const CommandLine& cl, const GenerationOptions& g, const StudioSession* session) {
     nlohmann::ordered_json spec;
     for (const char* flag : {"operator", "layers", "heads", "ck", "cv", "ablate-to", "mask"}) spec[flag] = cl.get(flag, "");
     spec["propagate"] = cl.has("propagate");
     spec["vectors"] = cl.has("vectors") ? hexHash(stableHash(readTextFile(cl.get("vectors")))) : "";
+    if (session) {   // its steering, not the file's bytes: re-saving a session (new answers, time) keeps the hash
+        const PlanOptions& p = session->plan;
+        const at::Tensor map = session->strength.contiguous();
+        spec["session"] = {p.op, p.ck, p.cv, *p.layers, p.heads, p.propagate, p.ablateTo, map.size(0), map.size(1),
+                           hexHash(stableHash(std::string(static_cast<const char*>(map.data_ptr()), size_t(map.numel()) * sizeof(float)))),
+                           hexHash(stableHash(session->vectorsBytes))};
+    }
     spec["sampling"] = {g.sampling.temperature, g.sampling.topK, g.sampling.topP, g.sampling.seed};
     return hexHash(stableHash(spec.dump()));
+}
+
+// The plan: the session's, with every plan flag given on the command line winning over it.
+PlanOptions sessionPlan(const StudioSession& session, const CommandLine& cl, const PlanOptions& flags) {
+    PlanOptions p = session.plan;
+    if (cl.has("operator")) p.op = flags.op;
+    if (cl.has("layers")) p.layers = flags.layers;
+    if (cl.has("heads")) p.heads = flags.heads;
+    if (cl.has("ck")) p.ck = flags.ck;
+    if (cl.has("cv")) p.cv = flags.cv;
+    if (cl.has("propagate")) p.propagate = true;
+    if (cl.has("ablate-to")) p.ablateTo = flags.ablateTo;
+    return p;
+}
+
+// The session's embedded vector file, read through a temporary file (the reader maps files).
+SteeringVectors sessionVectors(const StudioSession& session, const Model& model, SteeringFileInfo* info) {
+    const std::filesystem::path tmp =
+        std::filesystem::temp_directory_path() / ("kvsteer-session-vectors-" + std::to_string(::getpid()) + ".safetensors");
+    writeTextAtomically(tmp.string(), session.vectorsBytes);
+    try {
+        SteeringVectors v = loadSteeringFile(tmp.string(), model, info);
+        std::filesystem::remove(tmp);
+        return v;
+    } catch (const Error& e) {
+        std::filesystem::remove(tmp);
+        throw Error("session " + session.path + ", its vectors: " + e.what());
+    }
+}
+
+// The model: --model, else the session's own, else the bundled demo model.
+std::shared_ptr<Model> evalModel(const CommandLine& cl) {
+    if (!cl.has("model") && cl.has("session")) {
+        const std::string dir = studioSessionModelDirectory(cl.get("session"));
+        if (!dir.empty()) return loadModel(dir, loadOptions(cl));
+    }
+    return loadModel(cl);
+}
+
+// Where an item without its own mask or box gets its cells.
+std::string cellsSource(const EvalSteering& s) {
+    if (!s.mask.empty()) return "--mask " + s.mask;
+    if (s.strength.defined())
+        return "the session's painted map (" + std::to_string(at::count_nonzero(s.strength).item<int64_t>()) + " of " +
+               std::to_string(s.strength.numel()) + " cells)";
+    return "the vector file's mask, else every cell";
 }
 
 // What will be applied, said once on stderr before the run.
@@ -73,7 +129,7 @@ void echoPlan(const EvalSteering& s, const EvalOptions& o, const Model& model, s
               << (done ? " (" + std::to_string(done) + " done before: continuing)" : "") << ", model " << model.config().name << ", metric "
               << evalMetricName(o.metric) << "\n      operator " << op << ", c_k " << list(plan.ck) << ", c_v " << list(plan.cv) << ", layers "
               << layers << (s.plan.propagate ? ", propagate" : ", edit-only") << "\n      cells: an item's mask or box, else "
-              << (!s.mask.empty() ? "--mask " + s.mask : "the vector file's mask, else every cell") << "; prefix reuse "
+              << cellsSource(s) << "; prefix reuse "
               << (o.prefixReuse ? "on" : "off") << ", " << o.batchRows << " rows per batch, up to " << o.generation.maxNewTokens << " new tokens\n";
 }
 
@@ -115,7 +171,7 @@ private:
 } // namespace
 
 int commandEval(int argc, char** argv) {
-    std::set<std::string> options = withOptions(planOptionNames(), {"data", "images", "out", "metric", "batch", "shard"});
+    std::set<std::string> options = withOptions(planOptionNames(), {"data", "images", "out", "metric", "batch", "shard", "session"});
     options.erase("image");
     options.erase("prompt");
     CommandLine cl(withOptions(options, modelOptionNames()), {"propagate", "no-prefix-reuse", "skip-bad", "json"});
@@ -135,13 +191,25 @@ int commandEval(int argc, char** argv) {
     const Shard shard = cl.has("shard") ? parseShard(cl.get("shard")) : Shard();
 
     const EvalDataset dataset = loadEvalDataset(cl.get("data"), cl.get("images", ""), o.skipBad);
-    auto model = loadModel(cl);
+    auto model = evalModel(cl);
+    const int layers = model->config().text.numLayers;
+    std::optional<StudioSession> session;
+    if (cl.has("session")) {
+        session = readStudioSession(cl.get("session"), layers);
+        const std::string& hash = session->modelConfigHash;
+        if (!hash.empty() && hash != model->config().configHash)
+            throw Error("session " + session->path + ": made with model '" + session->modelName + "' (config hash " + hash +
+                        "), but the loaded model is '" + model->config().name + "' (config hash " + model->config().configHash + ")");
+    }
     EvalSteering steering;
     std::optional<SteeringVectors> vectors;
     if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), *model, &steering.vectorsInfo);
+    else if (session && !session->vectorsBytes.empty()) vectors = sessionVectors(*session, *model, &steering.vectorsInfo);
     steering.vectors = vectors ? &*vectors : nullptr;
-    steering.plan = planOptionsFromFlags(cl, model->config().text.numLayers);
+    steering.plan = planOptionsFromFlags(cl, layers);
+    if (session) steering.plan = sessionPlan(*session, cl, steering.plan);
     steering.mask = cl.get("mask", "");
+    if (session && steering.mask.empty()) steering.strength = session->strength;
     const std::string op = resolvePlanOptions(steering.plan, steering.vectorsInfo).op;
     if (operatorNeedsVectors(parseOperator(op)) && !vectors) throw UsageError("operator '" + op + "' needs --vectors FILE");
 
@@ -154,7 +222,7 @@ int commandEval(int argc, char** argv) {
     identity.datasetItems = int64_t(dataset.items.size());
     identity.modelDirectory = model->directory();
     identity.modelConfigHash = model->config().configHash;
-    identity.steeringHash = steeringHash(cl, o.generation);
+    identity.steeringHash = steeringHash(cl, o.generation, session ? &*session : nullptr);
     identity.metric = evalMetricName(o.metric);
     identity.maxNewTokens = o.generation.maxNewTokens;
     identity.shardIndex = shard.index;

@@ -56,7 +56,9 @@ const std::vector<CommandHelp>& commands() {
                  "stopped or killed run; SIGINT/SIGTERM stop after the current batch",
          {"--data FILE.jsonl [--images DIR] --out DIR [--metric pope|exact|contains] [--batch 2..8] [--shard K/N]",
           "[--no-prefix-reuse] [--skip-bad] [--json] (the steer options: --vectors --mask --layers --heads --ck --cv",
-          "--operator --ablate-to --propagate --max-new-tokens)"},
+          "--operator --ablate-to --propagate --max-new-tokens)",
+          "--session FILE.kvsession: a studio session's plan, painted map and vectors (and its model, without",
+          "--model); a steer option given as well wins over the session's value"},
          kModelNote | kMaskNote | kJsonNote, false},
         {"eval-merge", "Merges the folders of an eval's shards into the summary one unsharded run gives (refuses\n"
                        "shards of another run, missing or incomplete shards, and items in two shards)",

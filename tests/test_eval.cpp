@@ -4,7 +4,8 @@
 // tiny-paligemma (no prefix to reuse), tiny-qwen2vl (the non-square gradient image, a box -> its
 // cells) and tiny-qwen2 (the token strip), with and without prefix reuse; and through the CLI on
 // the demo model: a run killed with SIGKILL and continued ends with one clean run's files, three
-// shards merged give the unsharded summary, and a folder of another run is refused by name.
+// shards merged give the unsharded summary, and a folder of another run is refused by name. A
+// studio session's fields, read as a steering spec.
 #include "TestSupport.h"
 #include "Error.h"
 #include "eval/BoxCells.h"
@@ -13,11 +14,13 @@
 #include "eval/EvalRun.h"
 #include "eval/PairedStatistics.h"
 #include "eval/Scoring.h"
+#include "io/Base64.h"
 #include "io/Image.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
 #include "steer/Mask.h"
 #include "steer/SteeredRun.h"
+#include "steer/StudioSession.h"
 
 #include <ATen/ops/ones.h>
 #include <ATen/ops/sum.h>
@@ -231,7 +234,10 @@ private slots:
                           "{\"id\": \"r2\", \"image\": \"red_square_336x336.png\", \"question\": \"Describe the image.\", \"answer\": \"red\", "
                           "\"box\": [100, 100, 236, 236]}\n"
                           "{\"id\": \"r3\", \"image\": \"red_square_336x336.png\", \"question\": \"Is it red?\", \"answer\": \"yes\"}\n"
-                          "{\"id\": \"g2\", \"image\": \"gradient_500x300.png\", \"question\": \"What colors?\", \"answer\": \"blue\"}\n");
+                          "{\"id\": \"g2\", \"image\": \"gradient_500x300.png\", \"question\": \"What colors?\", \"answer\": \"blue\"}\n"
+                          // As long as r3: the two continue from the image's prefix as one batch.
+                          "{\"id\": \"r4\", \"image\": \"red_square_336x336.png\", \"question\": \"Is it blue?\", \"answer\": \"no\", "
+                          "\"box\": [0, 0, 168, 336]}\n");
         PlanOptions scale;
         scale.op = "scale";
         scale.ck = {1.5};
@@ -245,6 +251,44 @@ private slots:
         writeText(text, "{\"id\": \"t1\", \"question\": \"What is the capital of France?\", \"answer\": \"Paris\"}\n"
                         "{\"id\": \"t2\", \"question\": \"Name a colour.\", \"answer\": \"red\", \"mask\": \"tokens:2-4,last\"}\n");
         itemsEqualSteer(referenceDir() + "/tiny-qwen2", text, scale, true, 8);
+    }
+
+    // A studio session as the steering spec: base64 as the studio writes it, and each malformed
+    // part named. (test_studio_eval evaluates a session the studio saved.)
+    void studioSessionFields() {
+        QCOMPARE(*decodeBase64("TWFu"), std::string("Man"));
+        QCOMPARE(*decodeBase64("TWE="), std::string("Ma"));
+        QCOMPARE(*decodeBase64("TQ==\n"), std::string("M"));
+        QCOMPARE(*decodeBase64(""), std::string());
+        for (const char* bad : {"TQ=a", "T@==", "TWF", "TQ==TWFu"}) QVERIFY2(!decodeBase64(bad), bad);
+
+        const std::string file = path("s.kvsession");
+        json session = {{"format", "kvsteer-session"},
+                        {"version", 1},
+                        {"plan", {{"operator", "scale"}, {"mode", "propagate"}, {"ck", 0.5}, {"cv", 4.0}, {"layer_from", 1}, {"layer_to", -1}}},
+                        {"strength", {{"rows", 2}, {"cols", 3}, {"values", {0, 1, 0, 0, 0.5, 0}}}}};
+        writeText(file, session.dump());
+        const StudioSession s = readStudioSession(file, 4);
+        QCOMPARE(s.plan.op, std::string("scale"));
+        QVERIFY(s.plan.propagate);
+        QCOMPARE(s.plan.cv, std::vector<double>{4.0});
+        QCOMPARE(*s.plan.layers, (std::vector<int>{1, 2, 3}));
+        QCOMPARE(s.strength.size(0), 2);
+        QCOMPARE(s.strength[1][1].item<float>(), 0.5f);
+        QVERIFY(s.vectorsBytes.empty());
+
+        session["strength"]["values"] = {0, 1};
+        writeText(file, session.dump());
+        QVERIFY(errorOf([&] { readStudioSession(file, 4); }).find("field strength is malformed (2x3 with 2 values)") != std::string::npos);
+        session["strength"]["values"] = {0, 1, 0, 0, 0.5, 0};
+        session["vectors"] = {{"safetensors", "not base64!"}};
+        writeText(file, session.dump());
+        QVERIFY(errorOf([&] { readStudioSession(file, 4); }).find("vectors.safetensors is not base64") != std::string::npos);
+        session["version"] = 9;
+        writeText(file, session.dump());
+        QVERIFY(errorOf([&] { readStudioSession(file, 4); }).find("session version 9") != std::string::npos);
+        writeText(file, "{\"id\": 1}");
+        QVERIFY(errorOf([&] { readStudioSession(file, 4); }).find("not a kvsteer session") != std::string::npos);
     }
 
     // Through the CLI on the demo model: a POPE-style set, killed and continued, sharded and merged.

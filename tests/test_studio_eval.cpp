@@ -3,10 +3,12 @@
 // (written by `kvsteer demo-pope`) runs with progress; Stop ends it after a batch with the items on
 // disk; Evaluate on the same folder continues it and ends with the summary — the same numbers the
 // CLI computes on that folder's items — and a table of the items whose correctness changed;
-// double-clicking one opens its image, question and box on the canvas, and Run answers it.
+// double-clicking one opens its image, question and box on the canvas, and Run answers it. A
+// session the studio saves steers `kvsteer eval --session` to the studio's own answers.
 //
 // torch (through the core) before any Qt header.
 #include "TestSupport.h"
+#include "studio/DemoScene.h"
 #include "studio/EvalController.h"
 #include "studio/MainWindow.h"
 #include "studio/StudioActions.h"
@@ -83,6 +85,40 @@ private Q_SLOTS:
         QVERIFY(!w_->evalDock()->isVisible());
         w_->actions()->evaluate->trigger();
         QTRY_VERIFY(w_->evalDock()->isVisible());
+    }
+
+    // A session the studio saves steers `kvsteer eval --session` as it steers the studio: on the
+    // scene's own question the eval's two answers are the studio's Run answers (red, blue); a plan
+    // flag given beside the session wins over its value.
+    void sessionSteersTheCli() {
+        RunFinished run;
+        QVERIFY(runAndWait(w_.get(), 8, &run));
+        QVERIFY(run.steeredText != run.unsteeredText);
+        const QString session = tmp_.filePath(QStringLiteral("scene.kvsession"));
+        QVERIFY(w_->saveSessionTo(session));
+        const std::string data = tmp_.filePath(QStringLiteral("scene.jsonl")).toStdString();
+        const DemoScenePaths scene = demoScenePaths();
+        std::ofstream(data) << nlohmann::json{{"id", "scene"}, {"image", scene.image.toStdString()}, {"question", scene.question.toStdString()},
+                                              {"answer", "red"}}.dump()
+                            << "\n";
+        auto evalSession = [&](const std::string& out, std::vector<std::string> extra) {
+            std::vector<std::string> args = {"eval", "--session", session.toStdString(), "--data", data, "--out", out, "--metric", "contains",
+                                             "--max-new-tokens", "8"};
+            args.insert(args.end(), extra.begin(), extra.end());
+            const ProcessResult r = runCli(args);
+            if (r.exitCode != 0) qWarning("%s", r.err.c_str());
+            std::ifstream in(out + "/items.jsonl");
+            std::string line;
+            std::getline(in, line);
+            return line.empty() ? nlohmann::json() : nlohmann::json::parse(line);
+        };
+        const nlohmann::json item = evalSession(tmp_.filePath(QStringLiteral("scene.eval")).toStdString(), {});
+        QVERIFY(!item.is_null());
+        QCOMPARE(QString::fromStdString(item["unsteered"]["text"]), run.unsteeredText);
+        QCOMPARE(QString::fromStdString(item["steered"]["text"]), run.steeredText);
+        const nlohmann::json unsteered = evalSession(tmp_.filePath(QStringLiteral("scene-cv0.eval")).toStdString(), {"--cv", "0"});
+        QVERIFY(!unsteered.is_null());
+        QCOMPARE(unsteered["steered"]["ids"], item["unsteered"]["ids"]);
     }
 
     void stopThenContinue() {
