@@ -8,6 +8,7 @@
 
 #include "Error.h"
 #include "io/SafeTensors.h"
+#include "text/PreTokenizer.h"
 #include "text/StreamingDetokenizer.h"
 #include "text/Tokenizer.h"
 
@@ -149,7 +150,16 @@ void writeTokenizerJson(const std::string& from, const std::string& dir, bool pa
     for (const auto& [content, id] : addedTokens.items())
         added.push_back({{"id", id}, {"content", content}, {"special", true}, {"lstrip", false}, {"rstrip", false},
                          {"single_word", false}, {"normalized", false}});
-    const nlohmann::json tokenizer = {{"version", "1.0"}, {"added_tokens", added}, {"normalizer", {{"type", "NFC"}}}, {"model", model}};
+    // Around the model, what Qwen2's own tokenizer.json states: NFC, its regex split, byte-level.
+    const nlohmann::json preTokenizer = {
+        {"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", kvsteer::detail::kQwen2PreTokenizePattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}};
+    const nlohmann::json byteLevel = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+    const nlohmann::json tokenizer = {{"version", "1.0"},          {"added_tokens", added},      {"normalizer", {{"type", "NFC"}}},
+                                      {"pre_tokenizer", preTokenizer}, {"post_processor", byteLevel}, {"decoder", byteLevel},
+                                      {"model", model}};
     writeFile(dir + "/tokenizer.json", tokenizer.dump());
 }
 
@@ -441,6 +451,9 @@ void TestTokenizerBpe::badFilesThrow() {
             fs::copy_file(modelDir_ + "/" + name, path + "/" + name);
     };
     const auto loadError = [&] { return errorOf([&] { Tokenizer::loadFromDirectory(path); }); };
+    QTemporaryDir qwenJson;   // the reference files as Qwen2's own tokenizer.json
+    const std::string qwenJsonDir = qwenJson.path().toStdString();
+    writeTokenizerJson(modelDir_, qwenJsonDir, false);
     const auto expect = [&](const std::string& msg, std::initializer_list<std::string> parts) {
         QVERIFY2(!msg.empty(), "no error");
         for (const std::string& part : parts) QVERIFY2(msg.find(part) != std::string::npos, (msg + "  [expected: " + part + "]").c_str());
@@ -496,14 +509,33 @@ void TestTokenizerBpe::badFilesThrow() {
     expect(loadError(), {"tokenizer.json at " + path, "invalid JSON"});
     writeFile(path + "/tokenizer.json", R"({"model": {"type": "Unigram", "vocab": []}})");
     expect(loadError(), {"tokenizer.json", "\"Unigram\"", "only a \"BPE\" model"});
-    writeFile(path + "/tokenizer.json", nlohmann::json({{"model", {{"type", "BPE"}, {"vocab", vocabJson}, {"merges", {"a"}}}}}).dump());
+    // Qwen2's pre-tokenizer around each model below, so that the model's own fault is the one named.
+    const auto withModel = [&](const nlohmann::json& model) {
+        nlohmann::json j = nlohmann::json::parse(readFile(qwenJsonDir + "/tokenizer.json"));
+        j["model"] = model;
+        j.erase("added_tokens");
+        return j;
+    };
+    writeFile(path + "/tokenizer.json", withModel({{"type", "BPE"}, {"vocab", vocabJson}, {"merges", {"a"}}}).dump());
     expect(loadError(), {"tokenizer.json", "model.merges[0]", "\"a b\""});
-    writeFile(path + "/tokenizer.json",
-              nlohmann::json({{"model", {{"type", "BPE"}, {"vocab", vocabJson}, {"merges", {"q zzqqx"}}}}}).dump());
+    writeFile(path + "/tokenizer.json", withModel({{"type", "BPE"}, {"vocab", vocabJson}, {"merges", {"q zzqqx"}}}).dump());
     expect(loadError(), {"tokenizer.json", "model.merges[0]", "\"zzqqx\" is not a token"});
-    writeFile(path + "/tokenizer.json", nlohmann::json({{"model", {{"type", "BPE"}, {"vocab", vocabJson}, {"merges", nlohmann::json::array()},
-                                                                    {"byte_fallback", true}}}}).dump());
+    writeFile(path + "/tokenizer.json",
+              withModel({{"type", "BPE"}, {"vocab", vocabJson}, {"merges", nlohmann::json::array()}, {"byte_fallback", true}}).dump());
     expect(loadError(), {"tokenizer.json", "byte_fallback"});
+    // What surrounds the model: only what this reader follows exactly.
+    nlohmann::json other = withModel({{"type", "BPE"}, {"vocab", vocabJson}, {"merges", nlohmann::json::array()}});
+    other["pre_tokenizer"] = {{"type", "Whitespace"}};
+    writeFile(path + "/tokenizer.json", other.dump());
+    expect(loadError(), {"tokenizer.json", "pre_tokenizer", "Whitespace", "not supported"});
+    other = withModel({{"type", "BPE"}, {"vocab", vocabJson}, {"merges", nlohmann::json::array()}});
+    other["normalizer"] = {{"type", "NFKC"}};
+    writeFile(path + "/tokenizer.json", other.dump());
+    expect(loadError(), {"tokenizer.json", "normalizer", "NFKC", "not supported"});
+    other = withModel({{"type", "BPE"}, {"vocab", vocabJson}, {"merges", nlohmann::json::array()}});
+    other["decoder"] = {{"type", "WordPiece"}};
+    writeFile(path + "/tokenizer.json", other.dump());
+    expect(loadError(), {"tokenizer.json", "decoder", "WordPiece", "not supported"});
     writeFile(path + "/tokenizer.json", nlohmann::json({{"added_tokens", {{{"id", "x"}}}},
                                                         {"model", {{"type", "BPE"}, {"vocab", vocabJson}, {"merges", nlohmann::json::array()}}}}).dump());
     expect(loadError(), {"tokenizer.json", "added_tokens[0]", "\"id\""});

@@ -111,6 +111,12 @@ void ByteLevelBpe::addMerges(const BpeFiles& files) {
     }
 }
 
+int64_t ByteLevelBpe::idOfBytes(std::string_view bytes) const {
+    std::string token;
+    for (char c : bytes) token += utf8Of(byteLevelSymbol(static_cast<unsigned char>(c)));
+    return idOf(token);
+}
+
 std::vector<int64_t> ByteLevelBpe::encodeBytes(std::string_view bytes) const {
     std::vector<int32_t> word;
     word.reserve(bytes.size());

@@ -34,6 +34,7 @@ public:
 
     bool contains(int64_t id) const;
     int64_t idOf(std::string_view token) const;               // -1 if not a token
+    int64_t idOfBytes(std::string_view bytes) const;          // the token that stands for exactly these bytes, or -1
     const std::string& token(int64_t id) const;               // in the byte alphabet, e.g. "Ġcolor"
     const std::string& bytesOf(int64_t id) const;             // the bytes it stands for, e.g. " color"
     int64_t endId() const { return static_cast<int64_t>(tokens_.size()); }  // highest id + 1

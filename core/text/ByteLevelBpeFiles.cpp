@@ -105,11 +105,86 @@ void rejectUnsupportedOptions(const nlohmann::json& model, const std::string& wh
         if (it != model.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
             throw Error(where + ": model." + key + " " + it->dump() + " is not supported (expected null or \"\")");
     }
-    for (const char* key : {"byte_fallback", "ignore_merges"})
-        if (flag(model, key, where + ": model"))
-            throw Error(where + ": model." + key + " true is not supported (expected false, as in Qwen2's tokenizer.json)");
+    if (flag(model, "byte_fallback", where + ": model"))
+        throw Error(where + ": model.byte_fallback true is not supported (expected false: a byte-level BPE needs no fallback)");
     if (const auto it = model.find("dropout"); it != model.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0))
         throw Error(where + ": model.dropout " + it->dump() + " is not supported (expected null)");
+}
+
+// GPT-2's own pre-tokenizer regex: what ByteLevel with use_regex true splits by.
+constexpr const char* kGpt2PreTokenizePattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+std::string typeOf(const nlohmann::json& j) { return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : ""; }
+
+bool normalizerIsNfc(const nlohmann::json& j, const std::string& where) {
+    if (!j.contains("normalizer") || j["normalizer"].is_null()) return false;
+    if (typeOf(j["normalizer"]) == "NFC") return true;
+    throw Error(where + ": normalizer " + j["normalizer"].dump() + " is not supported (expected null or {\"type\": \"NFC\"})");
+}
+
+// The ByteLevel pre-tokenizer's options this reader follows: no added prefix space.
+void checkByteLevel(const nlohmann::json& b, const std::string& where) {
+    if (flag(b, "add_prefix_space", where)) throw Error(where + ": add_prefix_space true is not supported (expected false)");
+}
+
+std::string splitPatternOf(const nlohmann::json& j, const std::string& where) {
+    const std::string w = where + ": pre_tokenizer";
+    const nlohmann::json& p = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json();
+    if (typeOf(p) == "ByteLevel") {   // alone: its own GPT-2 regex
+        checkByteLevel(p, w);
+        if (p.contains("use_regex") && !flag(p, "use_regex", w)) throw Error(w + ": ByteLevel without a regex splits nothing (expected use_regex true)");
+        return kGpt2PreTokenizePattern;
+    }
+    const nlohmann::json* steps = typeOf(p) == "Sequence" && p.contains("pretokenizers") ? &p["pretokenizers"] : nullptr;
+    if (steps && steps->is_array() && steps->size() == 2 && typeOf((*steps)[0]) == "Split" && typeOf((*steps)[1]) == "ByteLevel") {
+        const nlohmann::json& split = (*steps)[0];
+        const bool isolated = split.value("behavior", "") == "Isolated" && !flag(split, "invert", w);
+        if (isolated && split.contains("pattern") && split["pattern"].is_object() && split["pattern"].contains("Regex") &&
+            split["pattern"]["Regex"].is_string()) {
+            checkByteLevel((*steps)[1], w);
+            if (flag((*steps)[1], "use_regex", w)) throw Error(w + ": ByteLevel after a Split must not split again (expected use_regex false)");
+            return split["pattern"]["Regex"].get<std::string>();
+        }
+    }
+    throw Error(w + " " + p.dump().substr(0, 200) +
+                " is not supported (expected Sequence[Split{Regex, Isolated}, ByteLevel{use_regex: false}] as Qwen2 and Llama-3 have, "
+                "or ByteLevel{use_regex: true})");
+}
+
+// TemplateProcessing's "single": [SpecialToken X, Sequence A] puts X before a text; [Sequence A]
+// puts nothing. Inside a Sequence of processors, the TemplateProcessing is the one that counts.
+std::string prependTokenOf(const nlohmann::json& j, const std::string& where) {
+    const std::string w = where + ": post_processor";
+    if (!j.contains("post_processor") || j["post_processor"].is_null()) return "";
+    const nlohmann::json* template_ = &j["post_processor"];
+    if (typeOf(*template_) == "Sequence" && (*template_).contains("processors") && (*template_)["processors"].is_array())
+        for (const nlohmann::json& p : (*template_)["processors"])
+            if (typeOf(p) == "TemplateProcessing") template_ = &p;
+    if (typeOf(*template_) == "ByteLevel" || typeOf(*template_) == "Sequence") return "";   // offsets only
+    if (typeOf(*template_) != "TemplateProcessing" || !template_->contains("single") || !(*template_)["single"].is_array())
+        throw Error(w + " " + j["post_processor"].dump().substr(0, 200) + " is not supported (expected TemplateProcessing or ByteLevel)");
+    std::string prepend;
+    const nlohmann::json& single = (*template_)["single"];
+    for (size_t i = 0; i < single.size(); ++i) {
+        const nlohmann::json& part = single[i];
+        const bool special = part.contains("SpecialToken") && part["SpecialToken"].contains("id") && part["SpecialToken"]["id"].is_string();
+        if (special && i == 0) prepend = part["SpecialToken"]["id"].get<std::string>();
+        else if (!part.contains("Sequence") || i + 1 != single.size())
+            throw Error(w + ": TemplateProcessing.single " + single.dump() + " is not supported (expected a special token, then the text)");
+    }
+    return prepend;
+}
+
+ByteLevelRules rulesOf(const nlohmann::json& j, const nlohmann::json& model, const std::string& where) {
+    ByteLevelRules r;
+    r.fromTokenizerJson = true;
+    r.nfc = normalizerIsNfc(j, where);
+    r.splitPattern = splitPatternOf(j, where);
+    r.ignoreMerges = flag(model, "ignore_merges", where + ": model");
+    r.prependToken = prependTokenOf(j, where);
+    if (j.contains("decoder") && !j["decoder"].is_null() && typeOf(j["decoder"]) != "ByteLevel")
+        throw Error(where + ": decoder " + j["decoder"].dump().substr(0, 200) + " is not supported (expected {\"type\": \"ByteLevel\"})");
+    return r;
 }
 
 } // namespace
@@ -143,6 +218,7 @@ BpeFiles readTokenizerJson(const fs::path& tokenizerJson) {
     for (size_t i = 0; i < merges.size(); ++i)
         files.merges.push_back(parseJsonMerge(merges[i], where + ": model.merges[" + std::to_string(i) + "]"));
     if (j.contains("added_tokens") && !j["added_tokens"].is_null()) files.addedTokens = parseJsonAddedTokens(j["added_tokens"], where);
+    files.rules = rulesOf(j, model, where);
     return files;
 }
 

@@ -47,17 +47,20 @@ std::shared_ptr<const ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::load(const f
     tok->where_ = root.string();
     const BpeFiles files = readBpeFiles(root);
     tok->bpe_ = ByteLevelBpe(files);
+    tok->preTokenizer_ = PreTokenizer(files.rules.splitPattern, files.rules.fromTokenizerJson);
+    tok->nfc_ = files.rules.nfc;
+    tok->ignoreMerges_ = files.rules.ignoreMerges;
     HfConfig cfg;
     if (fileExists(root / "tokenizer_config.json")) readTokenizerConfig(root / "tokenizer_config.json", cfg);
     if (fileExists(root / "added_tokens.json")) readAddedTokensJson(root / "added_tokens.json", cfg);
-    tok->configure(cfg, files.addedTokens);
+    tok->configure(cfg, files);
     return tok;
 }
 
 // Added tokens: tokenizer.json's, then tokenizer_config.json's added_tokens_decoder (HF reads
 // added_tokens.json only when that is absent); the first definition of an id wins.
-void ByteLevelBpeTokenizer::configure(const HfConfig& cfg, const std::vector<AddedToken>& jsonAddedTokens) {
-    for (const AddedToken& t : jsonAddedTokens) added_.add(t);
+void ByteLevelBpeTokenizer::configure(const HfConfig& cfg, const BpeFiles& files) {
+    for (const AddedToken& t : files.addedTokens) added_.add(t);
     for (const AddedToken& t : cfg.decoderTokens) added_.add(t);
     if (!cfg.hasDecoder) {
         for (AddedToken t : cfg.jsonTokens) {
@@ -66,24 +69,33 @@ void ByteLevelBpeTokenizer::configure(const HfConfig& cfg, const std::vector<Add
             added_.add(t);
         }
     }
-    resolveSpecialTokens(cfg);
+    // A fast tokenizer's files (tokenizer_class PreTrainedTokenizerFast, as Llama-3's) name their
+    // special tokens themselves; only the slow Qwen2Tokenizer has defaults.
+    resolveSpecialTokens(cfg, cfg.tokenizerClass != "PreTrainedTokenizerFast");
     for (const auto& [id, t] : added_.byId())
         if (t.special) special_.insert(id);
     added_.buildIndex();
     vocabSize_ = std::max(bpe_.endId(), added_.endId());
     image_ = pieceToId("<|image_pad|>");
     // Qwen2Tokenizer never adds BOS/EOS by itself; an explicit add_bos_token / add_eos_token
-    // true is honoured all the same.
+    // true is honoured all the same. A tokenizer.json's post-processor may put a token first
+    // (Llama-3's <|begin_of_text|>): that is its BOS.
     addBos_ = cfg.addBosSet && cfg.addBos;
     addEos_ = cfg.addEosSet && cfg.addEos;
+    if (!files.rules.prependToken.empty()) {
+        bos_ = pieceToId(files.rules.prependToken);
+        if (bos_ < 0)
+            throw Error("tokenizer.json at " + where_ + ": the post-processor's token \"" + files.rules.prependToken + "\" is not in the vocabulary");
+        addBos_ = true;
+    }
 }
 
 // The special-token slots, from tokenizer_config.json or Qwen2Tokenizer's __init__ defaults
 // (null = no such token). A slot's text keeps the id it has (added token or vocabulary token)
 // or, like HF, is added at the end of the vocabulary.
-void ByteLevelBpeTokenizer::resolveSpecialTokens(const HfConfig& cfg) {
-    const std::map<std::string, std::string> defaults = {
-        {"eos_token", "<|endoftext|>"}, {"unk_token", "<|endoftext|>"}, {"pad_token", "<|endoftext|>"}};
+void ByteLevelBpeTokenizer::resolveSpecialTokens(const HfConfig& cfg, bool slowDefaults) {
+    std::map<std::string, std::string> defaults;
+    if (slowDefaults) defaults = {{"eos_token", "<|endoftext|>"}, {"unk_token", "<|endoftext|>"}, {"pad_token", "<|endoftext|>"}};
     const auto resolve = [&](const std::string& content) {
         int64_t id = added_.idOf(content);
         if (id < 0) id = bpe_.idOf(content);
@@ -111,7 +123,7 @@ void ByteLevelBpeTokenizer::resolveSpecialTokens(const HfConfig& cfg) {
 
 std::vector<int64_t> ByteLevelBpeTokenizer::encode(const std::string& text, bool addSpecial) const {
     std::vector<int64_t> ids;
-    for (const std::string& part : added_.split(nfc(text))) {
+    for (const std::string& part : added_.split(nfc_ ? nfc(text) : text)) {
         if (part.empty()) continue;
         if (const int64_t id = added_.idOf(part); id >= 0) {
             ids.push_back(id);
@@ -120,15 +132,22 @@ std::vector<int64_t> ByteLevelBpeTokenizer::encode(const std::string& text, bool
         const std::vector<int64_t> chunk = encodeText(part);
         ids.insert(ids.end(), chunk.begin(), chunk.end());
     }
-    if (addSpecial && addBos_ && bos_ >= 0) ids.insert(ids.begin(), bos_);
+    // Never two BOS: a text that starts with it (a rendered chat template) gets no second one,
+    // where HF's tokenizer(text) would add it again.
+    if (addSpecial && addBos_ && bos_ >= 0 && (ids.empty() || ids.front() != bos_)) ids.insert(ids.begin(), bos_);
     if (addSpecial && addEos_ && eos_ >= 0) ids.push_back(eos_);
     return ids;
 }
 
-// Qwen2Tokenizer._tokenize: every regex piece is BPE-encoded on its own.
+// Qwen2Tokenizer._tokenize: every regex piece is BPE-encoded on its own. With ignore_merges a
+// piece that is a vocabulary entry is that entry, whatever the merges would make of it.
 std::vector<int64_t> ByteLevelBpeTokenizer::encodeText(const std::string& text) const {
     std::vector<int64_t> ids;
     for (std::string_view piece : preTokenizer_.split(text)) {
+        if (const int64_t whole = ignoreMerges_ ? bpe_.idOfBytes(piece) : -1; whole >= 0) {
+            ids.push_back(whole);
+            continue;
+        }
         const std::vector<int64_t> chunk = bpe_.encodeBytes(piece);
         ids.insert(ids.end(), chunk.begin(), chunk.end());
     }

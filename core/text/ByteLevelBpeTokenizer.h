@@ -1,8 +1,10 @@
 #pragma once
 // ByteLevelBpeTokenizer: the Tokenizer::Impl for a byte-level BPE directory (Qwen2, Qwen2-VL,
-// GPT-2 style) — transformers 4.45's slow Qwen2Tokenizer on top of ByteLevelBpe: NFC, added and
-// special tokens cut out whole, Qwen2's pre-tokenizer regex, BPE per piece; decode back to
-// bytes read as UTF-8 with errors="replace".
+// Llama-3, GPT-2 style) on top of ByteLevelBpe: the normalizer (NFC or none), added and special
+// tokens cut out whole, the pre-tokenizer regex, BPE per piece (a piece that is a token whole
+// with ignore_merges); decode back to bytes read as UTF-8 with errors="replace". vocab.json +
+// merges.txt get transformers 4.45's slow Qwen2Tokenizer rules; a tokenizer.json its own
+// (ByteLevelRules), as HF `tokenizers` runs it.
 #include "text/AddedVocabulary.h"
 #include "text/ByteLevelBpe.h"
 #include "text/PreTokenizer.h"
@@ -49,14 +51,15 @@ public:
     const std::string& tokenBytes(int64_t id) const { return bpe_.bytesOf(id); }
 
 private:
-    void configure(const HfConfig& cfg, const std::vector<AddedToken>& jsonAddedTokens);
-    void resolveSpecialTokens(const HfConfig& cfg);
+    void configure(const HfConfig& cfg, const BpeFiles& files);
+    void resolveSpecialTokens(const HfConfig& cfg, bool slowDefaults);
     std::vector<int64_t> encodeText(const std::string& text) const;
 
     std::string where_;  // the directory, named in errors
     ByteLevelBpe bpe_;
     AddedVocabulary added_;
     PreTokenizer preTokenizer_;
+    bool nfc_ = true, ignoreMerges_ = false;
     std::unordered_set<int64_t> special_;  // HF all_special_ids + added tokens flagged special
     int64_t bos_ = -1, eos_ = -1, unk_ = -1, pad_ = -1, image_ = -1, vocabSize_ = 0;
     bool addBos_ = false, addEos_ = false;

@@ -6,6 +6,8 @@
 
 #include <pcre2.h>
 
+#include <algorithm>
+
 namespace kvsteer::detail {
 namespace {
 
@@ -48,7 +50,8 @@ struct PreTokenizer::Compiled {
     ~Compiled() { pcre2_code_free(code); }
 };
 
-PreTokenizer::PreTokenizer(const std::string& pattern) : compiled_(std::make_unique<Compiled>()) {
+PreTokenizer::PreTokenizer(const std::string& pattern, bool keepUnmatched)
+    : compiled_(std::make_unique<Compiled>()), keepUnmatched_(keepUnmatched) {
     int error = 0;
     PCRE2_SIZE offset = 0;
     const std::string translated = withWhiteSpaceProperty(pattern);
@@ -72,6 +75,7 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
     // The subject's UTF-8 is checked on the first match only; later matches start at a
     // character boundary of the same subject.
     uint32_t options = 0;
+    size_t covered = 0;   // the end of the last match
     for (size_t start = 0; start < text.size();) {
         const int rc = pcre2_match(compiled_->code, subject, text.size(), start, options, match.data, nullptr);
         if (rc == PCRE2_ERROR_NOMATCH) break;
@@ -79,11 +83,14 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
         options = PCRE2_NO_UTF_CHECK;
         const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.data);
         const size_t begin = ovector[0], end = ovector[1];
+        if (keepUnmatched_ && begin > covered) pieces.push_back(text.substr(covered, begin - covered));
         if (end > begin) pieces.push_back(text.substr(begin, end - begin));
+        covered = std::max(covered, end);
         // An empty match (none in Qwen2's pattern) moves on by one character, as findall does.
         start = end > begin ? end : end + 1;
         while (end == begin && start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
     }
+    if (keepUnmatched_ && covered < text.size()) pieces.push_back(text.substr(covered));
     return pieces;
 }
 

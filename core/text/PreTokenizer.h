@@ -22,8 +22,10 @@ inline constexpr const char* kQwen2PreTokenizePattern =
 
 class PreTokenizer {
 public:
-    // Throws kvsteer::Error if PCRE2 rejects the pattern.
-    explicit PreTokenizer(const std::string& pattern = kQwen2PreTokenizePattern);
+    // Throws kvsteer::Error if PCRE2 rejects the pattern. `keepUnmatched`: the text between two
+    // matches is a piece too (the tokenizers library's Split with "Isolated" behaviour) rather
+    // than dropped (findall). The same for Qwen2's and Llama-3's patterns, which match every character.
+    explicit PreTokenizer(const std::string& pattern = kQwen2PreTokenizePattern, bool keepUnmatched = false);
     ~PreTokenizer();
     PreTokenizer(PreTokenizer&&) noexcept;
     PreTokenizer& operator=(PreTokenizer&&) noexcept;
@@ -35,6 +37,7 @@ public:
 private:
     struct Compiled;
     std::unique_ptr<Compiled> compiled_;
+    bool keepUnmatched_ = false;
 };
 
 } // namespace kvsteer::detail

@@ -10,11 +10,13 @@
 //   the protobuf is hand-parsed and the BPE merge loop, normalizer and decoder are
 //   re-implemented to be bit-exact with sentencepiece 0.1.97 (the version the reference and
 //   `spm_encode`/`spm_decode` use) and with transformers 4.45's LlamaTokenizer.
-// * Byte-level BPE (GPT-2 style; Qwen2 / Qwen2-VL): vocab.json + merges.txt, or a
-//   tokenizer.json with a "BPE" model, with transformers 4.45's slow Qwen2Tokenizer rules:
-//   NFC (ICU), added/special tokens cut out whole, Qwen2's pre-tokenizer regex (PCRE2), BPE by
-//   merge rank over the GPT-2 byte alphabet, no BOS/EOS; decode maps the tokens back to bytes
-//   and reads them as UTF-8 with Python's errors="replace".
+// * Byte-level BPE (GPT-2 style; Qwen2 / Qwen2-VL / Llama-3): vocab.json + merges.txt with
+//   transformers 4.45's slow Qwen2Tokenizer rules — NFC (ICU), added/special tokens cut out
+//   whole, Qwen2's pre-tokenizer regex (PCRE2), BPE by merge rank over the GPT-2 byte alphabet,
+//   no BOS/EOS — or a tokenizer.json with a "BPE" model and the rules it states as HF
+//   `tokenizers` runs them (Llama-3: no normalizer, its own Split regex, ignore_merges, BOS
+//   from the post-processor). Decode maps the tokens back to bytes and reads them as UTF-8 with
+//   Python's errors="replace".
 //
 // Every bad input (missing/corrupt files, bad JSON, out-of-range ids) throws kvsteer::Error.
 #include <cstdint>
@@ -49,7 +51,8 @@ public:
     // (leftmost-longest) and become their ids; every other chunk is split by Qwen2's
     // pre-tokenizer regex and each piece's UTF-8 bytes are BPE-merged. addBos adds BOS / EOS
     // only where tokenizer_config.json sets add_bos_token / add_eos_token to true (Qwen2's
-    // files do not: nothing is added).
+    // files do not: nothing is added), or the token a tokenizer.json's post-processor puts first
+    // (Llama-3's <|begin_of_text|>) — never a second one before a text that starts with it.
     std::vector<int64_t> encode(const std::string& text, bool addBos = true) const;
 
     // Plain SentencePiece encode of one string — exactly `spm_encode --output_format=id`
