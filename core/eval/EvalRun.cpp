@@ -29,6 +29,12 @@ double msSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The bytes a question's caches take once prepared: its snapshot and the edited copy, float32,
+// room for the prompt and the answer.
+int64_t preparedBytes(const TextConfig& t, int64_t tokens) {
+    return 2 * 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * tokens * int64_t(sizeof(float));
+}
+
 // One question on its way to decoding: its prompt and plan, then its own session (the snapshot),
 // the edited cache and the budget.
 struct PreparedItem {
@@ -77,7 +83,15 @@ public:
         } catch (const Error& e) {
             fail(item, e.what());
         }
-        if (waiting_.size() >= maxWaiting_) finish(ready);
+        if (waiting_.size() >= maxWaiting_ || waitingBytes() >= kPreparedBytes) finish(ready);
+    }
+
+    // What the waiting questions' caches will take once prepared.
+    int64_t waitingBytes() const {
+        int64_t bytes = 0;
+        for (const PreparedItem& p : waiting_)
+            bytes += preparedBytes(model_->config().text, int64_t(p.prompt.ids.size()) + options_.generation.maxNewTokens);
+        return bytes;
     }
 
     // Prefills and edits every waiting item, appending them to `ready` in the order they came.
@@ -258,9 +272,10 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
     const auto t0 = std::chrono::steady_clock::now();
     EvalTotals totals;
     // Items are prepared a few batches at a time, so questions whose prompts have the same length
-    // find each other and fill a batch; at most kPreparedBytes of caches are held at once.
+    // find each other and fill a batch; about kPreparedBytes of caches are held at once, prepared
+    // and waiting together (a float32 7B cache is ~0.5 MB a token: two questions' worth).
     const TextConfig& t = model->config().text;
-    const size_t perChunk = size_t(options.batchRows / 2) * 8;
+    const size_t perChunk = size_t(options.batchRows / 2) * 4;
     EvalRunner runner(model, steering, options, totals, perChunk);
     const std::vector<const EvalItem*> order = evalOrder(items);
     auto reportFailures = [&] {
@@ -275,15 +290,18 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
             break;
         }
         std::vector<PreparedItem> prepared;
-        auto held = [&] {   // each snapshot and its edited copy, float32
-            int64_t bytes = 0;
-            for (const PreparedItem& p : prepared)
-                bytes += 2 * 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * p.session->snapshot().capacity() * 4;
+        auto held = [&] {
+            int64_t bytes = runner.waitingBytes();
+            for (const PreparedItem& p : prepared) bytes += preparedBytes(t, p.session->snapshot().capacity());
             return bytes;
         };
         while (prepared.size() < perChunk && held() < kPreparedBytes && next < order.size()) {
             runner.add(*order[next++], prepared);
-            if (next == order.size()) runner.finish(prepared);
+            reportFailures();
+        }
+        // The last items, or a chunk still all waiting when the budget was reached: prepared now.
+        if (next == order.size() || prepared.empty()) {
+            runner.finish(prepared);
             reportFailures();
         }
         for (const EvalItemResult& r : decodeItems(prepared, options, totals)) {
