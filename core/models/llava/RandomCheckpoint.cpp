@@ -125,7 +125,7 @@ void writeCheckpoint(const std::string& directory, const std::vector<TensorSpec>
     }
 }
 
-std::vector<std::string> randomPresetNames() { return {"llava-1.5-7b", "llava-1.5-13b", "llava-tinyllama-1.1b", "llava-micro"}; }
+std::vector<std::string> randomPresetNames() { return {"llava-1.5-7b", "llava-1.5-13b", "llava-tinyllama-1.1b", "llava-micro", "llama-3.1-8b"}; }
 
 ModelConfig randomPreset(const std::string& name) {
     ModelConfig c;
@@ -163,6 +163,21 @@ ModelConfig randomPreset(const std::string& name) {
         c.text.numLayers = 2;
         c.text.numHeads = 4;
         c.text.numKvHeads = 2;
+    } else if (name == "llama-3.1-8b") {
+        // Llama-3.1-8B's decoder alone (text only): GQA 32/8, the 128k vocabulary, llama3 RoPE.
+        c.modelType = "llama";
+        c.hasVision = false;
+        c.text.vocabSize = 128256;
+        c.text.hiddenSize = 4096;
+        c.text.intermediateSize = 14336;
+        c.text.numLayers = 32;
+        c.text.numHeads = 32;
+        c.text.numKvHeads = 8;
+        c.text.ropeTheta = 500000.0;
+        c.text.ropeScaling = {"llama3", 8.0, 1.0, 4.0, 8192};
+        c.text.maxPositionEmbeddings = 131072;
+        c.text.bosTokenId = 128000;
+        c.text.eosTokenIds = {128001, 128008, 128009};
     } else if (name == "llava-tinyllama-1.1b") {
         c.text.hiddenSize = 2048;
         c.text.intermediateSize = 5632;
@@ -181,10 +196,14 @@ ModelConfig randomPreset(const std::string& name) {
 
 namespace {
 
-void copyTokenizerFiles(const std::string& from, const std::string& to) {
-    if (!fs::exists(fs::path(from) / "tokenizer.model"))
-        throw Error("tokenizer source " + from + ": no tokenizer.model there");
-    for (const char* f : {"tokenizer.model", "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json"})
+// A LLaVA preset takes a SentencePiece tokenizer.model; a Llama-3 preset a tokenizer.json alone
+// (with a tokenizer.model beside it the directory would load as a Llama-2-style model).
+void copyTokenizerFiles(const std::string& from, const std::string& to, bool byteLevel) {
+    const char* needed = byteLevel ? "tokenizer.json" : "tokenizer.model";
+    if (!fs::exists(fs::path(from) / needed))
+        throw Error("tokenizer source " + from + ": no " + needed + " there" +
+                    (byteLevel ? " (a Llama-3 preset needs Llama-3's tokenizer: a Llama-3 checkpoint's directory)" : ""));
+    for (const char* f : {needed, "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json"})
         if (fs::exists(fs::path(from) / f)) {
             const fs::path target = fs::path(to) / f;
             fs::copy_file(fs::path(from) / f, target, fs::copy_options::overwrite_existing);
@@ -217,7 +236,9 @@ void writePreprocessorConfig(const ModelConfig& c, const std::string& dir) {
 void writeRandomCheckpoint(const ModelConfig& config, c10::ScalarType dtype, const std::string& outDirectory,
                       const std::string& tokenizerDirectory, uint64_t seed, int64_t maxShardBytes) {
     fs::create_directories(outDirectory);
-    copyTokenizerFiles(tokenizerDirectory, outDirectory);
+    // Llama-3's 128,256 ids are its byte-level BPE tokenizer's (a tokenizer.json); every other
+    // preset's vocabulary is LLaVA's SentencePiece one.
+    copyTokenizerFiles(tokenizerDirectory, outDirectory, config.text.vocabSize == 128256);
     ModelConfig c = config;
     const Tokenizer tok = Tokenizer::loadFromDirectory(outDirectory);
     if (c.hasVision) {
