@@ -9,7 +9,7 @@
 namespace kvsteer {
 
 const std::set<std::string>& modelOptionNames() {
-    static const std::set<std::string> names = {"model", "dtype", "device", "threads"};
+    static const std::set<std::string> names = {"model", "dtype", "device", "threads", "system"};
     return names;
 }
 
@@ -38,10 +38,18 @@ LoadOptions loadOptions(const CommandLine& cl) {
     if (o.threads < 0) throw UsageError("option --threads must be >= 0");
     // The memory check sizes the KV cache for the answer asked for.
     if (cl.has("max-new-tokens")) o.reserveTokens = std::max(1, cl.getInt("max-new-tokens", 1));
+    if (cl.has("system")) o.systemMessage = cl.get("system");
     return o;
 }
 
-std::shared_ptr<Model> loadModel(const CommandLine& cl) { return loadModel(modelDirectory(cl), loadOptions(cl)); }
+std::shared_ptr<Model> loadModel(const CommandLine& cl) { return loadModelFrom(modelDirectory(cl), cl); }
+
+std::shared_ptr<Model> loadModelFrom(const std::string& directory, const CommandLine& cl) {
+    std::shared_ptr<Model> model = loadModel(directory, loadOptions(cl));
+    if (cl.has("system") && !model->takesSystemMessage())
+        throw UsageError("--system: the " + model->familyName() + " prompt layout has no system message (only chat templates do: Qwen, Llama-3)");
+    return model;
+}
 
 GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewTokens) {
     GenerationOptions g;

@@ -11,13 +11,15 @@ namespace kvsteer {
 
 // Functions rather than globals: other translation units build their option sets from them
 // during static initialisation.
-const std::set<std::string>& modelOptionNames();        // model, dtype, device, threads
+const std::set<std::string>& modelOptionNames();        // model, dtype, device, threads, system
 const std::set<std::string>& generationOptionNames();   // max-new-tokens, seed, temperature, top-p, top-k
 std::set<std::string> withOptions(std::set<std::string> own, const std::set<std::string>& shared);
 
 std::string modelDirectory(const CommandLine& cl);       // --model, else the bundled demo model
 LoadOptions loadOptions(const CommandLine& cl);
-std::shared_ptr<Model> loadModel(const CommandLine& cl);
+std::shared_ptr<Model> loadModel(const CommandLine& cl);   // from --model (see modelDirectory)
+// `directory` with the command line's load options; --system refused for a family without one.
+std::shared_ptr<Model> loadModelFrom(const std::string& directory, const CommandLine& cl);
 GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewTokens);
 // Says on stderr (stdout stays the answer or the JSON) that --max-new-tokens was cut to fit.
 void noteBudgetCut(int asked, int cut, int64_t promptTokens, int64_t context);

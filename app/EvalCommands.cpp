@@ -101,7 +101,7 @@ SteeringVectors sessionVectors(const StudioSession& session, const Model& model,
 std::shared_ptr<Model> evalModel(const CommandLine& cl) {
     if (!cl.has("model") && cl.has("session")) {
         const std::string dir = studioSessionModelDirectory(cl.get("session"));
-        if (!dir.empty()) return loadModel(dir, loadOptions(cl));
+        if (!dir.empty()) return loadModelFrom(dir, cl);
     }
     return loadModel(cl);
 }

@@ -27,11 +27,16 @@ struct CommandHelp {
 const std::vector<CommandHelp>& commands() {
     static const std::vector<CommandHelp> all = {
         {"generate", "Answers a question about an image (or a text prompt), streaming the tokens",
-         {"--model DIR [--image FILE] --prompt TEXT [--raw-prompt] [--max-new-tokens N]",
+         {"--model DIR [--image FILE] --prompt TEXT [--raw-prompt] [--system TEXT] [--max-new-tokens N]",
           "[--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]",
           "[--seed S --temperature T --top-p P --top-k K] [--json] [--dump-prefill FILE.safetensors]"},
          kModelNote | kPromptNote | kJsonNote, false},
-        {"inspect", "Prints the model's family, architecture, sizes, dtypes and prompt template", {"--model DIR"}, kModelNote, false},
+        {"inspect", "Prints the model's family, architecture, sizes, dtypes and prompt template", {"--model DIR [--system TEXT]"}, kModelNote, false},
+        {"tokenize", "Runs the model's tokenizer (no weights loaded) and prints one JSON line per text:\n"
+                     "{\"text\", \"ids\", \"pieces\"}, each piece its id decoded alone. --special adds what the family adds\n"
+                     "to a prompt (BOS where it has one); without it the ids are HF's tokenizer(text, add_special_tokens=False)",
+         {"--model DIR (--text TEXT | --jsonl FILE) [--special]", "--jsonl: one {\"text\": ...} object per line"},
+         kModelNote, false},
         {"extract", "Computes steering vectors with a recipe and writes them to a file that names the model, its family and grid",
          {"--model DIR --recipe image-pair|region|text-pairs [--pca] [--per-position] [--key-space post|pre]",
           "--prompt TEXT [--raw-prompt] (--image-a FILE --image-b FILE | --image FILE --mask MASK | --pairs FILE.jsonl)",
@@ -65,8 +70,10 @@ const std::vector<CommandHelp>& commands() {
          {"--out DIR SHARD_DIR... [--json]"},
          kJsonNote, false},
         {"make-random", "Writes a model of a preset's real shapes with random weights (for bench)",
-         {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro --dtype f32|f16|bf16 --out DIR",
-          "[--tokenizer-from DIR] [--seed S] [--shard-gb G]"},
+         {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b --dtype f32|f16|bf16 --out DIR",
+          "[--tokenizer-from DIR] [--seed S] [--shard-gb G]",
+          "--tokenizer-from: the demo model's for the LLaVA presets (default); llama-3.1-8b needs a directory with",
+          "Llama-3's tokenizer.json (a Llama-3 checkpoint's, or ../shared/reference/tiny-llama3)"},
          0, false},
         {"demo-steer", "Runs the demo model's red->blue flip, painted on the circle vs on background",
          {"[--model DIR] [--pairs K] [--n N] [--seed S] [--ck LIST] [--cv LIST] [--mode edit-only|propagate|both]",
@@ -104,7 +111,8 @@ std::string promptNote() {
     std::string out = "--prompt is the question, laid out in the template of the model's family (config.json's model_type):\n";
     for (const ModelFamily& f : modelFamilies()) out += "  " + padded(f.modelType, 11) + f.name + ": " + f.summary + "\n";
     out += "--raw-prompt uses the text as is: it must then contain \"<image>\" exactly once when an image is given\n"
-           "(and none without). `kvsteer inspect --model DIR` prints the model's template.\n";
+           "(and none without). `kvsteer inspect --model DIR` prints the model's template. --system TEXT sets the system\n"
+           "message of a chat template (Qwen: instead of its default; Llama-3: none by default).\n";
     return out;
 }
 

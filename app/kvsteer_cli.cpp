@@ -8,6 +8,7 @@
 #include "SteerCommands.h"
 #include "DemoCommands.h"
 #include "EvalCommands.h"
+#include "TokenizeCommand.h"
 #include "Usage.h"
 #include "Error.h"
 #include "models/ModelRegistry.h"
@@ -135,7 +136,7 @@ Command findCommand(const std::string& name) {
         {"extract", commandExtract},     {"steer", commandSteer},           {"sweep", commandSweep},
         {"demo-steer", commandDemoSteer}, {"train-demo", commandTrainDemo}, {"eval-demo", evalDemo},
         {"demo-corpus", commandDemoCorpus}, {"demo-images", commandDemoImages}, {"eval", commandEval},
-        {"eval-merge", commandEvalMerge},   {"demo-pope", commandDemoPope},
+        {"eval-merge", commandEvalMerge},   {"demo-pope", commandDemoPope},     {"tokenize", commandTokenize},
     };
     for (const auto& [n, f] : table)
         if (n == name) return f;

@@ -168,6 +168,32 @@ void writePlainLlamaFromReference(const std::string& dir) {
   "rms_norm_eps": 1e-05, "vocab_size": 32064, "max_position_embeddings": 4096})";
 }
 
+std::string referenceLlama3Dir() { return referenceDir() + "/tiny-llama3"; }
+
+void writeConvertedLlama3(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes, c10::ScalarType roundedTo) {
+    copyModelMetadata(dir, referenceLlama3Dir());
+    const SafeTensorsFile source(referenceLlama3Dir() + "/model.safetensors");
+    auto weight = [&](const std::string& name) {
+        const at::Tensor t = source.tensor(name);
+        return roundedTo == c10::ScalarType::Undefined ? t : t.to(roundedTo).to(at::kFloat);
+    };
+    std::vector<TensorSpec> layout;
+    for (const auto& name : source.names()) layout.push_back({name, source.info(name).shape});
+    layout.push_back({"lm_head.weight", source.info("model.embed_tokens.weight").shape});   // untied: its own copy
+    writeCheckpoint(dir, layout, dtype, maxShardBytes,
+                    [&](const TensorSpec& spec) { return weight(spec.name == "lm_head.weight" ? "model.embed_tokens.weight" : spec.name); });
+    // LlamaConfig's defaults left out: hidden_act silu, head_dim (hidden / heads), attention and
+    // MLP biases false, tie_word_embeddings false (the head is its own tensor here).
+    std::ofstream(fs::path(dir) / "config.json", std::ios::trunc) << R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "vocab_size": 128256, "hidden_size": 16, "intermediate_size": 48, "num_hidden_layers": 2,
+  "num_attention_heads": 2, "num_key_value_heads": 1, "rms_norm_eps": 1e-05, "max_position_embeddings": 131072,
+  "rope_theta": 500000.0, "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009],
+  "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"}
+})";
+}
+
 void writeRoundedReferenceModel(const std::string& dir, c10::ScalarType dtype) {
     copyModelMetadata(dir);
     const SafeTensorsFile source(referenceModelDir() + "/model.safetensors");

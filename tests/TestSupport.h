@@ -61,6 +61,13 @@ void writeConvertedQwen2Vl(const std::string& dir, c10::ScalarType dtype, int64_
 // The reference checkpoint's language model alone, as a plain Llama directory (model_type llama,
 // model.* and lm_head.weight names), for text-only use.
 void writePlainLlamaFromReference(const std::string& dir);
+std::string referenceLlama3Dir();           // ../shared/reference/tiny-llama3
+// tiny-llama3 as real downloads look: `dtype` tensors in several shards, an untied lm_head (a
+// copy of the embeddings) and a config.json trimmed to what differs from LlamaConfig's defaults.
+// With `dtype` float32 and `roundedTo` set, the weights are those rounded through `roundedTo`:
+// the float32 twin a 16-bit copy must equal.
+void writeConvertedLlama3(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes,
+                          c10::ScalarType roundedTo = c10::ScalarType::Undefined);
 // The reference weights rounded through `dtype` and back to float32, as one file in `dir`.
 void writeRoundedReferenceModel(const std::string& dir, c10::ScalarType dtype);
 

@@ -247,7 +247,7 @@ private slots:
         const std::string llava = extractPair(referenceModelDir(), "llava.safetensors");
         QCOMPARE(vectorsMetadata(llava)["grid"].get<std::vector<int>>(), (std::vector<int>{24, 24}));
         expectError({"steer", "--model", referencePaliGemmaDir(), "--image", image(), "--prompt", "x", "--vectors", llava},
-                    {llava, "made for llava 'tiny-llava' (24x24 grid)", "the loaded model is paligemma 'tiny-paligemma' (16x16 grid)"});
+                    {llava, "made for LLaVA-1.5 (llava) 'tiny-llava' (24x24 grid)", "the loaded model is PaliGemma (paligemma) 'tiny-paligemma' (16x16 grid)"});
 
         // A file from before these fields (no model_type, no grid) still loads on its own model,
         // and the config hash still refuses it elsewhere.

@@ -1,11 +1,13 @@
-// Cache steering of a text-only prompt on tiny-qwen2 (model_type qwen2): without an image the
+// Cache steering of a text-only prompt, on tiny-qwen2 (model_type qwen2) and tiny-llama3 (Llama-3:
+// its 128k tokenizer and chat template), the whole test once per model: without an image the
 // span is the prompt's token strip, 1 x N over the N tokens the snapshot holds. A zero plan is
 // bit-identical; an edit touches exactly the painted tokens; add equals its formula; propagate
 // recomputes the tokens after the last edited one (checked against a recompute by hand);
 // `tokens:` masks parse and refuse what they cannot mean; the text-pair recipe's vectors at the
-// last token change the greedy answer; vector files made on qwen2 round-trip and refuse another
-// family; heatmaps are drawn over the tokens; a Qwen2.5-style chat template keeps its own
-// default system message.
+// last token change the greedy answer; vector files name the model's family, round-trip and are
+// refused on another family; heatmaps are drawn over the tokens; the cache-reuse complaint holds
+// (prefill L-1 + the last token = the whole prompt). Qwen only: a Qwen2.5-style chat template
+// keeps its own default system message.
 #include "TestSupport.h"
 #include "Error.h"
 #include "analysis/Heatmaps.h"
@@ -55,6 +57,7 @@ bool sameTensor(const at::Tensor& a, const at::Tensor& b) { return at::equal(a, 
 class TestTextSteering : public QObject {
     Q_OBJECT
 
+    std::string modelName_;   // a directory of ../shared/reference
     std::shared_ptr<Model> model_;
     std::unique_ptr<Session> session_;
     SteeringVectors vectors_;   // the text-pair recipe's, post-RoPE
@@ -69,9 +72,12 @@ class TestTextSteering : public QObject {
         return makePlan(o, &vectors_, SteeringFileInfo(), strength, span, model_->config().text.numLayers);
     }
 
+public:
+    explicit TestTextSteering(std::string modelName) : modelName_(std::move(modelName)) {}
+
 private slots:
     void initTestCase() {
-        model_ = loadModel(referenceDir() + "/tiny-qwen2");
+        model_ = loadModel(referenceDir() + "/" + modelName_);
         QVERIFY(!model_->hasVision());
         session_ = std::make_unique<Session>(model_);
         session_->prefill(buildPrompt(*model_, kQuestion, false, nullptr), 32);
@@ -185,15 +191,16 @@ private slots:
         saveSteeringFile(path, vectors_, newVectorsFileInfo(*model_, "text-pairs", "{}", KeySpace::PostRope));
         SteeringFileInfo info;
         const SteeringVectors back = loadSteeringFile(path, *model_, &info);
-        QCOMPARE(info.modelType, std::string("qwen2"));
+        QCOMPARE(info.modelType, model_->config().modelType);
+        QCOMPARE(info.family, model_->familyName());
         QCOMPARE(info.grid.cells(), int64_t(0));
         for (int l = 0; l < model_->config().text.numLayers; ++l) QVERIFY(sameTensor(back.values[l], vectors_.values[l]));
         const auto llava = loadModel(referenceModelDir());
         try {
             loadSteeringFile(path, *llava);
-            QFAIL("a qwen2 vector file loaded on a llava model");
+            QFAIL("a text model's vector file loaded on a llava model");
         } catch (const Error& e) {
-            QVERIFY2(std::string(e.what()).find("qwen2") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find(model_->familyName()) != std::string::npos, e.what());   // names the file's family
         }
     }
 
@@ -207,6 +214,7 @@ private slots:
     }
 
     void qwen25TemplatesKeepTheirSystemMessage() {
+        if (modelName_ != "tiny-qwen2") QSKIP("Qwen's chat template only");
         // A Qwen2.5-style template (a tools branch whose system turn is built from code, then the
         // literal default) gives its own message; a broken template file is named.
         QTemporaryDir tmp;
@@ -235,7 +243,7 @@ private slots:
         }
     }
 
-    void theSeedComplaintOnQwen2() {
+    void theSeedComplaint() {
         // Prefill L-1 then feed the last token = the full prompt in one pass; greedy with the
         // cache = greedy recomputing the whole sequence every step.
         const std::vector<int64_t> ids = session_->prompt().ids;
@@ -256,5 +264,14 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestTextSteering)
+// The whole test on each text family in turn.
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    int failed = 0;
+    for (const char* model : {"tiny-qwen2", "tiny-llama3"}) {
+        TestTextSteering test(model);
+        failed += QTest::qExec(&test, argc, argv);
+    }
+    return failed;
+}
 #include "test_text_steering.moc"

@@ -179,6 +179,13 @@ std::string ModelConfig::toJsonText() const {
         {"bos_token_id", this->text.bosTokenId},
         {"eos_token_id", this->text.eosTokenIds.size() == 1 ? json(this->text.eosTokenIds[0]) : json(this->text.eosTokenIds)},
     };
+    const RopeScaling& r = this->text.ropeScaling;
+    if (!r.type.empty())   // only when set: the hash of every config without it stays what it was
+        text["rope_scaling"] = {{"rope_type", r.type},
+                                {"factor", r.factor},
+                                {"low_freq_factor", r.lowFreqFactor},
+                                {"high_freq_factor", r.highFreqFactor},
+                                {"original_max_position_embeddings", r.originalMaxPositions}};
     if (!hasVision) {
         if (!name.empty()) text["_name_or_path"] = name;
         return text.dump(2);

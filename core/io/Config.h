@@ -25,6 +25,16 @@ struct VisionConfig {          // CLIPVisionConfig / SiglipVisionConfig
     int headDim() const { return hiddenSize / numHeads; }
 };
 
+// rope_scaling of a Llama-3 config: the frequencies of the original context kept, those longer
+// than it divided by `factor`, the band between smoothed (transformers' "llama3" rope type).
+struct RopeScaling {
+    std::string type;             // "" (none) or "llama3"
+    double factor = 1.0;
+    double lowFreqFactor = 1.0;
+    double highFreqFactor = 4.0;
+    int64_t originalMaxPositions = 8192;
+};
+
 struct TextConfig {            // LlamaConfig / GemmaConfig
     int64_t vocabSize = 32000;
     int hiddenSize = 4096;
@@ -36,6 +46,7 @@ struct TextConfig {            // LlamaConfig / GemmaConfig
     std::string hiddenAct = "silu";   // the gated MLP's gate: silu | gelu_pytorch_tanh
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
+    RopeScaling ropeScaling;
     int64_t maxPositionEmbeddings = 2048;
     bool attentionBias = false;   // Llama's attention_bias: q, k, v and o projections have biases
     bool mlpBias = false;

@@ -134,7 +134,12 @@ std::string Model::describe() const {
     }
     // The template on one line: a newline in it shows as \n (PaliGemma's ends with one).
     std::string prompt;
-    for (char c : applyTemplate("{question}", config_.hasVision)) prompt += c == '\n' ? std::string("\\n") : std::string(1, c);
+    try {
+        for (char c : applyTemplate("{question}", config_.hasVision)) prompt += c == '\n' ? std::string("\\n") : std::string(1, c);
+    } catch (const Error&) {
+        prompt = "(raw prompts only)";
+    }
+    if (const std::string t = describeTemplate(); !t.empty()) o << "template     " << t << "\n";
     o << "prompt       " << prompt << "\n";
     o << "text         hidden " << t.hiddenSize << ", MLP " << t.intermediateSize << " (" << (t.hiddenAct == "silu" ? "SwiGLU" : "GeGLU")
       << "), " << t.numLayers << " layers, " << t.numHeads << " heads / " << t.numKvHeads << " KV heads, head_dim " << t.headDim

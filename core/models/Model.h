@@ -3,8 +3,8 @@
 // steering engine, the heatmaps, the CLI and the studio talk to this and nothing else: the
 // decoder, the tokenizer, the prompt layout (template, image tokens, the visual span and its
 // grid), the image encoder and the prefill semantics. Each family is a folder under models/
-// that derives from it (llava/: LLaVA-1.5 and plain Llama; paligemma/; qwen2vl/: Qwen2-VL and
-// Qwen2/Qwen2.5 text), registered by model_type in ModelRegistry.
+// that derives from it (llava/: LLaVA-1.5 and Llama-2 style text; llama3/: Llama-3 text;
+// paligemma/; qwen2vl/: Qwen2-VL and Qwen2/Qwen2.5 text), registered by model_type in ModelRegistry.
 // Immutable after load; share it between sessions.
 #include "io/Config.h"
 #include "io/Image.h"
@@ -38,6 +38,9 @@ struct LoadOptions {
     // Called as weights are mapped or converted, with stored bytes done and in all; returning
     // false cancels the load (the loader then throws LoadCancelled).
     std::function<bool(int64_t done, int64_t total)> progress;
+    // The system message a chat-template family's prompts carry (Model::takesSystemMessage);
+    // unset: the checkpoint's default (Qwen's template has one, Llama-3's none).
+    std::optional<std::string> systemMessage;
 };
 
 // Thrown by a model load when LoadOptions::progress asked to stop. Not an error.
@@ -76,6 +79,12 @@ public:
     // The family's own layout around a question (what --prompt means; --raw-prompt skips it).
     // Contains "<image>" once when withImage.
     virtual std::string applyTemplate(const std::string& question, bool withImage) const = 0;
+    // Whether the template has a system message LoadOptions::systemMessage sets (chat templates:
+    // Qwen, Llama-3); LLaVA's and PaliGemma's layouts have none.
+    virtual bool takesSystemMessage() const { return false; }
+    // For `inspect`: where the template comes from and which layout it is ("" when the family's
+    // layout is fixed, as LLaVA's).
+    virtual std::string describeTemplate() const { return ""; }
     // The placeholder the template (and a --raw-prompt) marks the image with, once.
     virtual std::string imageTag() const { return "<image>"; }
     // Resize / crop / normalise one image the way the family's processor does.

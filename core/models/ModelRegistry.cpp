@@ -3,6 +3,7 @@
 #include "Error.h"
 #include "io/ConfigJson.h"
 #include "models/llava/LlavaConfig.h"
+#include "models/llama3/Llama3Model.h"
 #include "models/llava/LlavaModel.h"
 #include "models/paligemma/PaliGemmaConfig.h"
 #include "models/paligemma/PaliGemmaModel.h"
@@ -23,6 +24,14 @@ ModelConfig qwen2VlConfig(const std::string& text, const std::string& where) { r
 template <typename Family>
 std::shared_ptr<Model> loadAs(const std::string& directory, const LoadOptions& options) {
     return Family::load(directory, options);
+}
+
+// model_type "llama" is two families: Llama-2 style directories carry a SentencePiece
+// tokenizer.model, Llama-3's only a tokenizer.json.
+std::shared_ptr<Model> loadLlama(const std::string& directory, const LoadOptions& options) {
+    const fs::path dir(directory);
+    if (fs::exists(dir / "tokenizer.json") && !fs::exists(dir / "tokenizer.model")) return Llama3Model::load(directory, options);
+    return LlavaModel::load(directory, options);
 }
 
 const ModelFamily* findFamily(const std::string& modelType) {
@@ -53,7 +62,10 @@ const ModelFamily& familyOf(const std::string& text, const std::string& where) {
 const std::vector<ModelFamily>& modelFamilies() {
     static const std::vector<ModelFamily> families = {
         {"llava", "LLaVA-1.5", true, "CLIP 24x24 grid, \"USER: <image>\\n{q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
-        {"llama", "Llama", false, "text-only: \"USER: {q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
+        {"llama", "Llama / Llama-3", false,
+         "text-only, causal prompt: with tokenizer.model (Llama-2 style) \"USER: {q} ASSISTANT:\"; with only a tokenizer.json "
+         "(Llama-3) the checkpoint's chat template, llama3 RoPE scaling",
+         parseLlavaConfig, loadLlama},
         {"paligemma", "PaliGemma", true, "SigLIP 16x16/32x32/64x64 grid, image tokens first: \"<image>\"xN + \"<bos>{prefix}\\n\", prefix-LM prompt",
          paliGemmaConfig, loadAs<PaliGemmaModel>},
         {"qwen2_vl", "Qwen2-VL", true, "dynamic h/28 x w/28 grid, chat template with the default system prompt, image in the user turn: "

@@ -34,6 +34,7 @@ void recordModel(SteeringFileInfo& info, const Model& model) {
     info.modelName = model.config().name;
     info.configHash = model.config().configHash;
     info.modelType = model.config().modelType;
+    info.family = model.familyName();
     info.grid = model.patchGrid();
 }
 
@@ -64,6 +65,7 @@ void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, c
     };
     if (!info.modelType.empty()) {   // the family and grid: what tells a file for another family apart
         meta["model_type"] = info.modelType;
+        if (!info.family.empty()) meta["family"] = info.family;
         // A family whose grid follows each image (Qwen2-VL) records the grid of the mask it was made on.
         PatchGrid grid = info.grid;
         if (grid.cells() == 0 && vectors.mask.defined() && vectors.mask.dim() == 2)
@@ -86,8 +88,9 @@ T field(const json& meta, const char* key, const std::string& where) {
 }
 
 // "paligemma 'tiny-paligemma' (16x16 grid)": how a refusal names each side.
-std::string describeModel(const std::string& type, const std::string& name, const PatchGrid& grid) {
-    return type + " '" + name + "' (" + (grid.cells() > 0 ? grid.text() + " grid" : std::string("no image grid")) + ")";
+std::string describeModel(const std::string& family, const std::string& type, const std::string& name, const PatchGrid& grid) {
+    return (family.empty() ? type : family + " (" + type + ")") + " '" + name + "' (" +
+           (grid.cells() > 0 ? grid.text() + " grid" : std::string("no image grid")) + ")";
 }
 
 // The family and grid a file records (files older than these fields record neither): refused
@@ -104,9 +107,11 @@ void checkFamily(const json& meta, SteeringFileInfo& info, const Model& model, c
     // A model whose grid follows each image (patchGrid() empty) takes a file of any grid here; a
     // per-position file is then checked against the prompt's own grid when a plan is applied.
     const bool fixedGrid = model.patchGrid().cells() > 0;
-    if (info.modelType != c.modelType || (fixedGrid && info.grid != model.patchGrid()))
-        throw Error(where + ": made for " + describeModel(info.modelType, info.modelName, info.grid) + ", the loaded model is " +
-                    describeModel(c.modelType, c.name, model.patchGrid()));
+    if (meta.contains("family")) info.family = field<std::string>(meta, "family", where);
+    const bool otherFamily = !info.family.empty() && info.family != model.familyName();
+    if (info.modelType != c.modelType || otherFamily || (fixedGrid && info.grid != model.patchGrid()))
+        throw Error(where + ": made for " + describeModel(info.family, info.modelType, info.modelName, info.grid) + ", the loaded model is " +
+                    describeModel(model.familyName(), c.modelType, c.name, model.patchGrid()));
 }
 
 } // namespace

@@ -41,7 +41,8 @@ struct SteeringVectors {
 struct SteeringFileInfo {
     std::string modelName;
     std::string configHash;
-    std::string modelType;            // the family (config.json's model_type); "" = not recorded (older files)
+    std::string modelType;            // config.json's model_type; "" = not recorded (older files)
+    std::string family;               // the family by name ("Llama-3", "LLaVA-1.5"): one model_type can be two; "" = not recorded
     PatchGrid grid;                   // the patch grid the vectors were made on; written with modelType
     std::string operatorName;         // the operator the vectors were made for (a default for `steer`)
     std::vector<double> ck, cv;       // suggested coefficients (one value or one per layer)

@@ -17,6 +17,9 @@
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/pow.h>
+#include <ATen/ops/reciprocal.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/logical_and.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/softmax.h>
@@ -31,6 +34,22 @@ namespace kvsteer {
 namespace {
 
 std::string layerName(int i, const std::string& rest) { return "text.layers." + std::to_string(i) + "." + rest; }
+
+// Llama-3's scaled frequencies, in float32 and in transformers' order of operations
+// (_compute_llama3_parameters; `x / t` for a number x and a tensor t is reciprocal(t) * x there):
+// a wavelength shorter than original / high_freq_factor is kept, one longer than
+// original / low_freq_factor is divided by the factor, and in between the two are blended by
+// how far the wavelength sits between those bounds.
+at::Tensor llama3Frequencies(const at::Tensor& invFreq, const RopeScaling& r) {
+    const double original = double(r.originalMaxPositions);
+    const double lowFreqWavelength = original / r.lowFreqFactor, highFreqWavelength = original / r.highFreqFactor;
+    const at::Tensor wavelength = at::reciprocal(invFreq) * (2 * M_PI);
+    const at::Tensor divided = at::where(wavelength > lowFreqWavelength, invFreq / r.factor, invFreq);
+    const at::Tensor smooth = (at::reciprocal(wavelength) * original - r.lowFreqFactor) / (r.highFreqFactor - r.lowFreqFactor);
+    const at::Tensor smoothed = (1 - smooth) * divided / r.factor + smooth * divided;
+    const at::Tensor medium = (wavelength >= highFreqWavelength).logical_and(wavelength <= lowFreqWavelength);
+    return at::where(medium, smoothed, divided);
+}
 
 // An RMSNorm weight as the forward pass multiplies by it: Gemma stores w and scales by (1 + w),
 // which is added here once, in float32 like transformers' GemmaRMSNorm.
@@ -77,6 +96,7 @@ TransformerDecoder::TransformerDecoder(const TextConfig& c, const Checkpoint& ck
     // Frequency i reads position row freqRow_[i]: row 0 for plain RoPE; for M-RoPE the sections
     // count frequencies per axis (Qwen2-VL [16, 24, 24]: t for the first 16, then h, then w).
     invFreq_ = 1.0 / at::pow(c.ropeTheta, at::arange(0, hd, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(hd));
+    if (c.ropeScaling.type == "llama3") invFreq_ = llama3Frequencies(invFreq_, c.ropeScaling);
     std::vector<int64_t> rows;
     for (size_t axis = 0; axis < c.mropeSection.size(); ++axis) rows.insert(rows.end(), c.mropeSection[axis], int64_t(axis));
     if (rows.empty()) rows.assign(size_t(hd / 2), 0);

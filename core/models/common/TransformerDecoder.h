@@ -57,6 +57,9 @@ public:
 
     at::Tensor logits(const at::Tensor& hidden) const;   // [.., D] -> [.., V], float32
 
+    // RoPE's inverse frequencies [head_dim / 2] float32, rope_scaling applied (transformers' inv_freq).
+    const at::Tensor& ropeInvFreq() const { return invFreq_; }
+
     // Weight bytes one decode step reads (every layer's matrices and the LM head): bandwidth
     // divided by this is the memory roofline of decoding.
     int64_t weightBytesPerToken() const;

@@ -28,8 +28,35 @@ TextConfig llamaDefaults() {
     return t;
 }
 
+// rope_scaling: null, or Llama-3's {"rope_type": "llama3", ...} (older files say "type").
+RopeScaling parseRopeScaling(const json& j, const std::string& where) {
+    RopeScaling r;
+    const auto it = j.find("rope_scaling");
+    if (it == j.end() || it->is_null()) return r;
+    if (!it->is_object()) throw Error(where + ": rope_scaling must be null or an object, got " + it->dump());
+    readKey(*it, "type", r.type, where);
+    readKey(*it, "rope_type", r.type, where);
+    if (r.type == "default") return RopeScaling();
+    if (r.type != "llama3")
+        throw Error(where + ": rope_scaling type '" + r.type + "' is not supported (expected null or \"llama3\", as Llama-3.1 has)");
+    for (const char* key : {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+        if (!it->contains(key)) throw Error(where + ": rope_scaling." + key + " is missing (a llama3 rope_scaling needs it)");
+    readKey(*it, "factor", r.factor, where);
+    readKey(*it, "low_freq_factor", r.lowFreqFactor, where);
+    readKey(*it, "high_freq_factor", r.highFreqFactor, where);
+    readKey(*it, "original_max_position_embeddings", r.originalMaxPositions, where);
+    if (!(r.factor >= 1) || !(r.lowFreqFactor > 0) || !(r.highFreqFactor > r.lowFreqFactor) || r.originalMaxPositions <= 0)
+        throw Error(where + ": rope_scaling " + it->dump() +
+                    " is out of range (expected factor >= 1, 0 < low_freq_factor < high_freq_factor, original_max_position_embeddings > 0)");
+    return r;
+}
+
 TextConfig parseLlama(const json& j, const std::string& where) {
-    TextConfig t = parseText(j, where, llamaDefaults());
+    json rest = j;
+    const RopeScaling scaling = parseRopeScaling(j, where);
+    rest.erase("rope_scaling");   // handled here; the shared reader refuses rope scaling
+    TextConfig t = parseText(rest, where, llamaDefaults());
+    t.ropeScaling = scaling;
     requireOneOf(t.hiddenAct, {"silu"}, "hidden_act", where);
     return t;
 }

@@ -34,7 +34,7 @@ std::shared_ptr<Qwen2VlModel> Qwen2VlModel::load(const std::string& directory, c
     }
     Checkpoint ckpt = m->beginLoad(directory, parsed.model, options);
     m->visionStartTokenId_ = parsed.visionStartTokenId;
-    m->systemMessage_ = qwenDefaultSystemMessage(directory);
+    m->systemMessage_ = options.systemMessage ? *options.systemMessage : qwenDefaultSystemMessage(directory);
     if (m->config_.hasVision) m->vision_ = std::make_unique<Qwen2VisionTower>(parsed.vision, ckpt, m->format_);
     m->decoder_ = std::make_unique<TransformerDecoder>(m->config_.text, ckpt, m->format_);
     m->finishLoad();

@@ -26,6 +26,7 @@ public:
     std::string familyName() const override { return config_.hasVision ? "Qwen2-VL" : "Qwen2"; }
     std::string imageTag() const override { return "<|image_pad|>"; }
     std::string applyTemplate(const std::string& question, bool withImage) const override;
+    bool takesSystemMessage() const override { return true; }
     PreprocessedImage preprocessImage(const ImageU8& image) const override;
     ImageLayout imageLayout(const PreprocessedImage& image) const override;
     at::Tensor encodeImage(const at::Tensor& pixels) const override;
@@ -44,7 +45,7 @@ private:
     Qwen2VlImageProcessorConfig imageConfig_;
     std::unique_ptr<Qwen2VisionTower> vision_;
     int64_t visionStartTokenId_ = -1;
-    std::string systemMessage_;   // the chat template's default (QwenChatTemplate.h)
+    std::string systemMessage_;   // LoadOptions::systemMessage, else the chat template's default (QwenChatTemplate.h)
 };
 
 } // namespace kvsteer
