@@ -153,7 +153,8 @@ void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session
 
 bool Session::holds(const Prompt& prompt) const {
     if (!prefilled_ || prompt.ids != prompt_.ids || prompt.hasImage != prompt_.hasImage) return false;
-    return !prompt.hasImage || (prompt.pixels.sizes() == prompt_.pixels.sizes() && at::equal(prompt.pixels, prompt_.pixels));
+    if (!prompt.hasImage || prompt.pixels.is_same(prompt_.pixels)) return true;   // the very tensor: no need to read it
+    return prompt.pixels.sizes() == prompt_.pixels.sizes() && at::equal(prompt.pixels, prompt_.pixels);
 }
 
 void Session::recomputePrompt(KVCache& cache, int64_t from, const ForwardPass& pass) const {

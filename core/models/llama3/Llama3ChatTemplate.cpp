@@ -1,6 +1,7 @@
 #include "models/llama3/Llama3ChatTemplate.h"
 
 #include "Error.h"
+#include "models/common/ChatTemplateFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -8,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 namespace kvsteer {
 
@@ -16,32 +16,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string readText(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path.string() + ": cannot open");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 nlohmann::json readJson(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
     try {
-        return nlohmann::json::parse(readText(path));
+        return nlohmann::json::parse(in);
     } catch (const nlohmann::json::exception& e) {
         throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
     }
-}
-
-// A JSON file's "chat_template": a string, or the list of named templates' "default".
-std::string templateIn(const nlohmann::json& j) {
-    if (!j.is_object() || !j.contains("chat_template")) return "";
-    const nlohmann::json& t = j["chat_template"];
-    if (t.is_string()) return t.get<std::string>();
-    if (t.is_array())
-        for (const auto& named : t)
-            if (named.is_object() && named.value("name", "") == "default" && named.contains("template") && named["template"].is_string())
-                return named["template"].get<std::string>();
-    return "";
 }
 
 // Python's str.strip(): the template's `| trim`.
@@ -70,16 +51,13 @@ std::string captured(const std::string& text, const char* pattern) {
 Llama3ChatTemplate Llama3ChatTemplate::fromDirectory(const std::string& directory) {
     Llama3ChatTemplate t;
     const fs::path dir(directory);
-    std::string text;
     if (fs::exists(dir / "tokenizer_config.json")) {
         const nlohmann::json config = readJson(dir / "tokenizer_config.json");
         if (config.contains("bos_token") && config["bos_token"].is_string()) t.bos_ = config["bos_token"].get<std::string>();
-        if (!(text = templateIn(config)).empty()) t.source_ = (dir / "tokenizer_config.json").string();
     }
-    if (fs::exists(dir / "chat_template.json"))
-        if (std::string own = templateIn(readJson(dir / "chat_template.json")); !own.empty()) text = own, t.source_ = (dir / "chat_template.json").string();
-    if (fs::exists(dir / "chat_template.jinja")) text = readText(dir / "chat_template.jinja"), t.source_ = (dir / "chat_template.jinja").string();
-
+    const ChatTemplateFile file = readChatTemplate(directory);
+    const std::string& text = file.text;
+    t.source_ = file.source;
     if (text.empty()) {
         t.problem_ = directory + " has no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json's "
                                  "\"chat_template\"): a base model's prompt is raw text";
