@@ -1,7 +1,9 @@
 // The one decode loop (core/generate/BatchDecode): a row's answer does not depend on the batch it
 // is decoded in. The same steered row decoded alone, as the pair's steered row, and as one row of
 // a batch of eight (other plans, spotlight biases, shorter budgets, so rows leave the batch while
-// it runs) gives the same ids and the same logits, bit for bit, at every step. Also: per-row
+// it runs) gives the same ids and the same logits, bit for bit, at every step; an image's
+// questions continued from its prefix as one padded batch get the caches they get alone (to
+// float32 rounding). Also: per-row
 // budgets and sampling, finished rows reported in order, and the cancel check. On the demo
 // model (LLaVA layout) and tiny-qwen2vl (M-RoPE, a non-square grid).
 #include "TestSupport.h"
@@ -115,7 +117,54 @@ class TestBatchDecode : public QObject {
         compareTraces(spotlightAlone, eight[3], "spotlight row alone vs row 3 of 8");
     }
 
+    // An image's questions of different lengths continued from its prefix as one padded batch
+    // (Session::prefillFromShared, what eval does) give each question the snapshot prefillFrom
+    // gives it alone: the same ids and positions, and K/V equal up to float32 summation order
+    // (the batch's rows go through one larger matmul; the padding itself is never seen).
+    void questionsContinueAsOneBatch(std::shared_ptr<Model> model, const ImageU8& image) {
+        const PreprocessedImage processed = model->preprocessImage(image);
+        std::vector<Prompt> prompts;
+        for (const char* q : {"Is there a red circle?", "Describe the image.", "What is the colour of the largest shape in it?", "Hi"})
+            prompts.push_back(buildImagePrompt(*model, q, false, processed));
+        QVERIFY(prompts[0].ids.size() != prompts[2].ids.size());
+        Session maker(model);
+        const KVCache prefix = maker.prefillPrefix(prompts[0], prompts[0].span.end());
+        std::vector<std::unique_ptr<Session>> batched;
+        std::vector<Session*> sessions;
+        std::vector<const Prompt*> ptrs;
+        for (const Prompt& p : prompts) {
+            batched.push_back(std::make_unique<Session>(model));
+            sessions.push_back(batched.back().get());
+            ptrs.push_back(&p);
+        }
+        Session::prefillFromShared(prefix, sessions, ptrs, 8);
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            Session alone(model);
+            alone.prefillFrom(prefix, prompts[i], 8);
+            const KVCache& a = alone.snapshot();
+            const KVCache& b = batched[i]->snapshot();
+            QCOMPARE(b.size(), a.size());
+            QCOMPARE(b.tokens(), a.tokens());
+            QCOMPARE(b.positionOffset, a.positionOffset);
+            QVERIFY(b.promptPositions.defined() == a.promptPositions.defined());
+            if (a.promptPositions.defined()) QVERIFY(at::equal(b.promptPositions, a.promptPositions));
+            for (int l = 0; l < a.numLayers(); ++l) {
+                const double dk = test::relativeDiff(b.keys(l), a.keys(l)), dv = test::relativeDiff(b.values(l), a.values(l));
+                QVERIFY2(dk <= 1e-5 && dv <= 1e-5, ("question " + std::to_string(i) + ": " + std::to_string(dk) + ", " + std::to_string(dv)).c_str());
+            }
+            QVERIFY(batched[i]->holds(prompts[i]));
+        }
+    }
+
 private slots:
+    void questionsContinueAsOneBatchOnTheDemoModel() {
+        questionsContinueAsOneBatch(loadModel(KVSTEER_DEMO_MODEL_DIR), loadImage(KVSTEER_DEMO_IMAGE));
+    }
+
+    void questionsContinueAsOneBatchUnderMRope() {
+        questionsContinueAsOneBatch(loadModel(test::referenceQwen2VlDir()), loadImage(test::referenceDir() + "/images/gradient_500x300.png"));
+    }
+
     void demoModel() {
         rowIsTheSameInAnyBatch(loadModel(KVSTEER_DEMO_MODEL_DIR), loadImage(KVSTEER_DEMO_IMAGE), "What color is the circle?");
     }

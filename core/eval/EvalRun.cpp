@@ -114,7 +114,7 @@ public:
     std::vector<FailedItem> takeFailures() { return std::exchange(failures_, {}); }
 
 private:
-    // The waiting prompts that share the image's prefix continue from it, one batch per length.
+    // The waiting prompts that share the image's prefix continue from it as one batch.
     void continueFromPrefix() {
         std::vector<std::vector<PreparedItem*>> batches;
         for (PreparedItem& p : waiting_) {
@@ -158,12 +158,16 @@ private:
                model_->promptAttention() == PromptAttention::Causal;
     }
 
-    // Whether two prompts can continue from one prefix in one batch: the same prefix, length and positions.
+    // Whether two prompts can continue from one prefix in one batch: the same prefix, offset and
+    // positions up to the end of the shorter.
     static bool sameLayout(const Prompt& a, const Prompt& b) {
         const int64_t shared = a.span.end();
-        return a.ids.size() == b.ids.size() && b.span.end() == shared && a.positionOffset == b.positionOffset &&
-               std::equal(a.ids.begin(), a.ids.begin() + shared, b.ids.begin()) &&
-               a.positionIds.defined() == b.positionIds.defined() && (!a.positionIds.defined() || at::equal(a.positionIds, b.positionIds));
+        if (b.span.end() != shared || a.positionOffset != b.positionOffset || !std::equal(a.ids.begin(), a.ids.begin() + shared, b.ids.begin()))
+            return false;
+        if (a.positionIds.defined() != b.positionIds.defined()) return false;
+        if (!a.positionIds.defined()) return true;
+        const int64_t n = std::min(a.positionIds.size(1), b.positionIds.size(1));
+        return at::equal(a.positionIds.narrow(1, 0, n), b.positionIds.narrow(1, 0, n));
     }
 
     const ImageU8* imageFor(const EvalItem& item) {

@@ -5,8 +5,8 @@
 // only what is shared between items:
 //   - prefix reuse: items about the same image share the cache of the prompt up to the end of the
 //     image (the template before it, and the image encoder's work). It is computed once per image
-//     and the image's questions continue from copies of it, those of equal token count as one
-//     batch (Session::prefillPrefix / prefillFromShared). A prefix-LM family (PaliGemma) lets the
+//     and the image's questions continue from copies of it as one batch (Session::prefillPrefix /
+//     prefillFromShared). A prefix-LM family (PaliGemma) lets the
 //     image attend to the question, so it has no reusable prefix: its items are prefilled whole. An edit-only plan is applied after the question's K/V were
 //     computed against the unedited image — as in steer.
 //   - batching: the unsteered and steered rows of several questions decode as one batch (rows of

@@ -94,6 +94,19 @@ void Session::prefillFrom(const KVCache& prefix, const Prompt& prompt, int64_t r
     prefillFromShared(prefix, {this}, {&prompt}, reserveTokens);
 }
 
+namespace {
+
+// Whether `p` can continue from `prefix` in a batch whose positions are those of `longest`: it
+// starts with the prefix's ids, at the same offset, and its M-RoPE rows (if any) are the first
+// columns of the longest's (true of prompts about one image: the text after it counts on).
+bool continuesAlike(const Prompt& p, const Prompt& longest, const std::vector<int64_t>& shared) {
+    if (shared.size() + 1 > p.ids.size() || !std::equal(shared.begin(), shared.end(), p.ids.begin())) return false;
+    if (p.positionOffset != longest.positionOffset || p.positionIds.defined() != longest.positionIds.defined()) return false;
+    return !p.positionIds.defined() || at::equal(p.positionIds, longest.positionIds.narrow(1, 0, p.positionIds.size(1)));
+}
+
+} // namespace
+
 void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session*>& sessions, const std::vector<const Prompt*>& prompts,
                                 int64_t reserveTokens) {
     c10::NoGradGuard noGrad;
@@ -101,48 +114,55 @@ void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session
     const Session& first = *sessions.front();
     const Model& model = *first.model_;
     const std::vector<int64_t>& shared = prefix.tokens();
-    const Prompt& p0 = *prompts.front();
     if (model.promptAttention() == PromptAttention::Bidirectional)
         throw Error("prefix reuse: " + model.familyName() + " prompts attend in both directions, so no prefix can be shared");
+    const Prompt& longest = **std::max_element(prompts.begin(), prompts.end(),
+                                               [](const Prompt* a, const Prompt* b) { return a->ids.size() < b->ids.size(); });
     for (size_t b = 0; b < prompts.size(); ++b) {
-        const Prompt& p = *prompts[b];
-        if (shared.size() + 1 > p.ids.size() || !std::equal(shared.begin(), shared.end(), p.ids.begin()))
+        if (sessions[b]->model_ != first.model_) throw Error("prefix reuse: the sessions of one batch must share their model");
+        if (shared.size() + 1 > prompts[b]->ids.size() || !std::equal(shared.begin(), shared.end(), prompts[b]->ids.begin()))
             throw Error("prefix reuse: the prompt does not start with the prefix's tokens");
-        // One batch has one set of positions: the prompts must lay out alike (same length, offset and
-        // M-RoPE rows), which prompts about one image with questions of one length do.
-        const bool samePositions = p.positionIds.defined() == p0.positionIds.defined() &&
-                                   (!p.positionIds.defined() || at::equal(p.positionIds, p0.positionIds));
-        if (p.ids.size() != p0.ids.size() || p.positionOffset != p0.positionOffset || !samePositions ||
-            sessions[b]->model_ != first.model_)
-            throw Error("prefix reuse: prompts continued as one batch must have the same length, positions and model");
+        if (!continuesAlike(*prompts[b], longest, shared))
+            throw Error("prefix reuse: prompts continued as one batch must lay out alike after the prefix (offset, positions)");
     }
     for (Session* s : sessions) {   // until the snapshots are made (a failed forward leaves them unprefilled)
         s->prefilled_ = false;
         s->snapshot_ = KVCache();
     }
     const auto t0 = std::chrono::steady_clock::now();
-    // A copy with room for the rest of the prompt and the answer, made in one go: reserve() on a
-    // shallow copy moves the held tokens into new buffers and leaves the prefix's own untouched.
+    // A copy with room for the longest rest and the answer, made in one go: reserve() on a shallow
+    // copy moves the held tokens into new buffers and leaves the prefix's own untouched.
     KVCache roomy = prefix;
-    roomy.reserve(std::max(prefix.capacity() + 1, std::min<int64_t>(int64_t(p0.ids.size()) + std::max<int64_t>(reserveTokens, 1),
+    roomy.reserve(std::max(prefix.capacity() + 1, std::min<int64_t>(int64_t(longest.ids.size()) + std::max<int64_t>(reserveTokens, 1),
                                                                     model.config().text.maxPositionEmbeddings)));
-    roomy.positionOffset = p0.positionOffset;
-    roomy.promptPositions = p0.positionIds;
-    // The rest of every prompt ([B, T]) in one forward over B copies of the prefix: the weights are
-    // read once for all the questions. (Not feed(): its "full sequence" rule must not guess here.)
-    const int64_t restLength = int64_t(p0.ids.size() - shared.size()) - 1;
-    std::vector<int64_t> rest;
-    for (const Prompt* p : prompts) rest.insert(rest.end(), p->ids.begin() + int64_t(shared.size()), p->ids.end() - 1);
+    roomy.positionOffset = longest.positionOffset;
+    roomy.promptPositions = longest.positionIds;
+    // The rest of every prompt but its last token, [B, T], in one forward over B copies of the
+    // prefix: the weights are read once for all the questions. A shorter rest is padded at its
+    // end (with its own last token); being causal, its real tokens never see the padding, whose
+    // K/V are cut off again below. (Not feed(): its "full sequence" rule must not guess here.)
+    const int64_t restLength = int64_t(longest.ids.size() - shared.size()) - 1;
+    std::vector<std::vector<int64_t>> rests;
+    std::vector<int64_t> padded;
+    for (const Prompt* p : prompts) {
+        rests.emplace_back(p->ids.begin() + int64_t(shared.size()), p->ids.end() - 1);
+        std::vector<int64_t> row = rests.back();
+        row.resize(size_t(restLength), row.empty() ? shared.back() : row.back());
+        padded.insert(padded.end(), row.begin(), row.end());
+    }
     KVCache batch = sessions.size() == 1 ? std::move(roomy) : KVCache::stackRows(std::vector<const KVCache*>(sessions.size(), &roomy));
     if (restLength > 0)
-        first.forwardIds(batch, at::tensor(rest, at::TensorOptions().dtype(at::kLong)).view({int64_t(sessions.size()), restLength}));
+        first.forwardIds(batch, at::tensor(padded, at::TensorOptions().dtype(at::kLong)).view({int64_t(sessions.size()), restLength}));
     const double ms = msSince(t0) / double(sessions.size());
     for (size_t b = 0; b < sessions.size(); ++b) {
+        const Prompt& p = *prompts[b];
         KVCache snapshot = sessions.size() == 1 ? std::move(batch) : batch.row(int64_t(b));
-        snapshot.appendTokens(std::vector<int64_t>(prompts[b]->ids.begin() + int64_t(shared.size()), prompts[b]->ids.end() - 1));
-        snapshot.visualSpan = prompts[b]->span;
+        snapshot.truncate(int64_t(shared.size() + rests[b].size()));   // the padding's K/V dropped
+        snapshot.appendTokens(rests[b]);
+        snapshot.promptPositions = p.positionIds;
+        snapshot.visualSpan = p.span;
         Session& s = *sessions[b];
-        s.prompt_ = *prompts[b];
+        s.prompt_ = p;
         s.imageFeatures_ = at::Tensor();   // inside the prefix; not encoded again
         s.imageEncodeMs_ = 0;
         s.snapshot_ = std::move(snapshot);

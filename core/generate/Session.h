@@ -63,9 +63,10 @@ public:
     // attention is bidirectional (every token sees the ones after it: nothing can be reused).
     KVCache prefillPrefix(const Prompt& prompt, int64_t n) const;
     void prefillFrom(const KVCache& prefix, const Prompt& prompt, int64_t reserveTokens);
-    // prefillFrom for several sessions at once: prompts of one length and layout that start with
-    // the prefix (an image's questions of equal token count) continue as one batch, so the rest
-    // of all of them costs one pass over the weights. Each session gets its own snapshot.
+    // prefillFrom for several sessions at once: prompts that start with the prefix and lay out
+    // alike after it (an image's questions) continue as one batch, the shorter ones padded at
+    // their end, so the rest of all of them costs one pass over the weights. Each session gets its
+    // own snapshot, as prefillFrom would make it.
     static void prefillFromShared(const KVCache& prefix, const std::vector<Session*>& sessions, const std::vector<const Prompt*>& prompts,
                                   int64_t reserveTokens);
     bool prefilled() const { return prefilled_; }

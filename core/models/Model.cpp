@@ -139,12 +139,13 @@ std::string Model::describe() const {
     } catch (const Error&) {
         prompt = "(raw prompts only)";
     }
-    if (const std::string t = describeTemplate(); !t.empty()) o << "template     " << t << "\n";
+    if (const std::string tmpl = describeTemplate(); !tmpl.empty()) o << "template     " << tmpl << "\n";
     o << "prompt       " << prompt << "\n";
     o << "text         hidden " << t.hiddenSize << ", MLP " << t.intermediateSize << " (" << (t.hiddenAct == "silu" ? "SwiGLU" : "GeGLU")
       << "), " << t.numLayers << " layers, " << t.numHeads << " heads / " << t.numKvHeads << " KV heads, head_dim " << t.headDim
-      << ", vocab " << t.vocabSize << ", context " << t.maxPositionEmbeddings << ", rope_theta " << t.ropeTheta << ", rms_norm_eps "
-      << t.rmsNormEps << (t.normAddsOne ? " (1 + w)" : "") << (t.tieWordEmbeddings ? ", tied lm_head" : "") << "\n";
+      << ", vocab " << t.vocabSize << ", context " << t.maxPositionEmbeddings << ", rope_theta " << t.ropeTheta;
+    if (!t.ropeScaling.type.empty()) o << " (" << t.ropeScaling.type << " scaling x" << t.ropeScaling.factor << ")";
+    o << ", rms_norm_eps " << t.rmsNormEps << (t.normAddsOne ? " (1 + w)" : "") << (t.tieWordEmbeddings ? ", tied lm_head" : "") << "\n";
     o << "prefill      " << (promptAttention() == PromptAttention::Causal ? "causal" : "bidirectional over the prompt (prefix-LM)")
       << "; positions " << positionRule() << "\n";
     o << "tokenizer    " << tokenizer_->vocabSize() << " tokens (bos " << tokenizer_->bosId() << ", eos " << tokenizer_->eosId() << ")\n";
