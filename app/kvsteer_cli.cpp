@@ -1,6 +1,6 @@
 // kvsteer — the headless command line: generate, inspect, make-random, extract, steer, sweep
 // and the demo model's commands. `kvsteer --help` and `kvsteer COMMAND --help` print usage and
-// exit 0; a usage error exits 2 with the command's usage; every other failure prints
+// exit 0; a usage error exits 2 with one line and "see: kvsteer COMMAND --help"; every other failure prints
 // "kvsteer: error: <what, where, what was expected>" and exits 1.
 #include "CliOptions.h"
 #include "ColorFlipCommand.h"
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
     }
     const Command run = findCommand(command);
     if (!run) {
-        std::cerr << "kvsteer: unknown command '" << command << "'\n\n" << fullUsage();
+        std::cerr << "kvsteer: unknown command '" << command << "'\nsee: kvsteer --help\n";
         return 2;
     }
     try {
@@ -170,7 +170,8 @@ int main(int argc, char** argv) {
         std::cout << commandUsage(command);
         return 0;
     } catch (const UsageError& e) {
-        std::cerr << "kvsteer " << command << ": " << e.what() << "\n\n" << commandUsage(command);
+        // One line, and where the whole usage is: a wall of help would bury the mistake.
+        std::cerr << "kvsteer " << command << ": " << e.what() << "\nsee: kvsteer " << command << " --help\n";
         return 2;
     } catch (const Error& e) {
         std::cerr << "kvsteer: error: " << e.what() << "\n";

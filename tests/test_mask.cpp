@@ -134,6 +134,19 @@ private slots:
         e = loadError(path("m.safetensors"), 16, 16);
         QVERIFY2(e.find("[12, 20]") != std::string::npos && e.find("[16, 16]") != std::string::npos, e.c_str());
     }
+
+    // What is neither a file nor a MASK form names both possibilities; a colour image is refused
+    // (read as brightness it would steer what nobody painted).
+    void weakInputsAreNamed() {
+        std::string e = loadError("6,9,15,18", 24, 24);
+        QVERIFY2(e.find("neither a file nor a MASK form") != std::string::npos && e.find("rect:") != std::string::npos, e.c_str());
+        ImageU8 colour(8, 8);
+        for (int y = 0; y < 8; ++y)
+            for (int x = 0; x < 8; ++x) colour.at(y, x, 0) = 255;   // red
+        savePng(path("red.png"), colour);
+        e = loadError(path("red.png"), 8, 8);
+        QVERIFY2(e.find("a colour image") != std::string::npos && e.find("grayscale") != std::string::npos, e.c_str());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestMask)

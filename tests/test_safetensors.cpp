@@ -151,6 +151,11 @@ private slots:
             out.write(reinterpret_cast<const char*>(&n), 8);
         }
         expectRejected(path("huge"), "100 MiB");
+        {   // a text file given by mistake (a JSONL of pairs as --vectors) is named as not safetensors
+            std::ofstream out(path("pairs.jsonl"), std::ios::binary);
+            out << "{\"positive\": \"a\", \"negative\": \"b\"}\n";
+        }
+        expectRejected(path("pairs.jsonl"), "not a safetensors file (it starts with text: \"{\"positi...\"");
         writeRaw(path("notjson"), "{not json", "");
         expectRejected(path("notjson"), "not valid JSON");
         writeRaw(path("dtype"), R"({"x":{"dtype":"Q4","shape":[2],"data_offsets":[0,2]}})", "ab");

@@ -102,8 +102,16 @@ SafeTensorsFile::SafeTensorsFile(const std::string& path) : path_(path), mapping
 
     uint64_t headerLen = 0;
     std::memcpy(&headerLen, mapping_->bytes(), 8);   // little-endian on every platform we build for
-    if (headerLen > kMaxHeaderBytes)
-        throw Error(where + ": header length " + std::to_string(headerLen) + " exceeds the 100 MiB limit (corrupt file?)");
+    // A safetensors header is "{" after its 8-byte length; a file that starts with text instead is
+    // something else given by mistake (a JSONL of pairs, a config), and is named as such.
+    const char* bytes = reinterpret_cast<const char*>(mapping_->bytes());
+    const bool startsLikeText = std::all_of(bytes, bytes + 8, [](char c) { return c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f); });
+    std::string opening;   // the first 8 bytes as they would be typed
+    for (const char* c = bytes; c < bytes + 8; ++c) opening += *c == '\n' ? "\\n" : *c == '\r' ? "\\r" : *c == '\t' ? "\\t" : std::string(1, *c);
+    if (headerLen > kMaxHeaderBytes || (startsLikeText && (fileSize <= 8 || bytes[8] != '{')))
+        throw Error(where + ": not a safetensors file (" +
+                    (startsLikeText ? "it starts with text: \"" + opening + "...\"" : "its header length " + std::to_string(headerLen) + " is past 100 MiB") +
+                    "; a safetensors file starts with an 8-byte header length, then a JSON header)");
     if (8 + headerLen > fileSize)
         throw Error(where + ": truncated (header says " + std::to_string(headerLen) + " bytes of JSON, file has " +
                     std::to_string(fileSize - 8) + " after the length)");

@@ -5,6 +5,7 @@
 #include "io/SafeTensors.h"
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/equal.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/zeros.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -97,8 +99,16 @@ at::Tensor coverage(int cells, int pixels) {
 
 // The grayscale image (mean of R, G, B; white = 1) area-averaged onto the grid.
 at::Tensor imageMask(const std::string& path, int gh, int gw) {
+    if (!std::filesystem::exists(path))
+        throw Error("mask " + path + ": neither a file nor a MASK form (rect:r0,c0,r1,c1 or tokens:A-B,C,last; or a grayscale "
+                    "image, .npy or .safetensors file)");
     ImageU8 img = loadImage(path);
     const at::Tensor rgb = at::from_blob(img.rgb.data(), {img.height, img.width, 3}, at::kByte);
+    // A mask is gray (white = 1). A colour image would be read as its brightness, which is
+    // rarely what was painted: refused rather than guessed.
+    const at::Tensor channels = rgb.to(at::kShort);
+    if (!at::equal(channels.select(2, 0), channels.select(2, 1)) || !at::equal(channels.select(2, 1), channels.select(2, 2)))
+        throw Error("mask " + path + ": a colour image; a mask image is grayscale (white = 1, black = 0): save it in gray");
     const at::Tensor gray = rgb.to(at::kDouble).mean(2) / 255.0;                   // [H, W]
     const double cellArea = (double(img.height) / gh) * (double(img.width) / gw);  // pixels per cell
     const at::Tensor sums = at::mm(at::mm(coverage(gh, img.height), gray), coverage(gw, img.width).t());
