@@ -36,7 +36,18 @@ namespace {
 struct PlanInputs {
     SteeringPlan plan;
     SteeringFileInfo info;
+    // Where each part came from: "flag", "vector file" (its suggestion or its mask) or "default".
+    nlohmann::ordered_json sources;
 };
+
+nlohmann::ordered_json planSources(const CommandLine& cl, const SteeringFileInfo& info, const SteeringVectors* vectors) {
+    auto from = [&](const char* flag, bool suggested) { return cl.has(flag) ? "flag" : vectors && suggested ? "vector file" : "default"; };
+    return {{"operator", from("operator", !info.operatorName.empty())},
+            {"ck", from("ck", !info.ck.empty())},
+            {"cv", from("cv", !info.cv.empty())},
+            {"layers", from("layers", !info.layers.empty())},
+            {"cells", from("mask", vectors && vectors->mask.defined())}};
+}
 
 PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const VisualSpan& span) {
     PlanInputs in;
@@ -46,6 +57,7 @@ PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const Visu
     const PlanOptions o = planOptionsFromFlags(cl, layers);
     const at::Tensor strength = cl.has("mask") ? loadMask(cl.get("mask"), span.gridHeight, span.gridWidth) : at::Tensor();
     in.plan = makePlan(o, vectors ? &*vectors : nullptr, in.info, strength, span, layers);
+    in.sources = planSources(cl, in.info, vectors ? &*vectors : nullptr);
     if (operatorNeedsVectors(in.plan.op) && !vectors) throw UsageError("operator '" + operatorName(in.plan.op) + "' needs --vectors FILE");
     return in;
 }
@@ -65,22 +77,27 @@ Prompt promptFromOptions(const CommandLine& cl, const Model& model) {
     return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), image ? &*image : nullptr);
 }
 
-// The plan as applied, for people (stderr) and scripts (--json): no silent strength or layer set.
-nlohmann::ordered_json planJson(const SteeringPlan& plan) {
+// The plan as applied, for people (stderr) and scripts (--json), with where each part came from:
+// no silent strength or layer set.
+nlohmann::ordered_json planJson(const PlanInputs& in) {
+    const SteeringPlan& plan = in.plan;
     return {{"operator", operatorName(plan.op)},
             {"mode", plan.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
             {"ck", plan.ck},
             {"cv", plan.cv},
             {"layers", plan.layers},   // empty: every layer
             {"painted_cells", at::count_nonzero(plan.strength).item<int64_t>()},
-            {"grid", {plan.strength.size(0), plan.strength.size(1)}}};
+            {"grid", {plan.strength.size(0), plan.strength.size(1)}},
+            {"sources", in.sources}};
 }
 
-void echoPlan(const SteeringPlan& plan) {
-    const nlohmann::ordered_json j = planJson(plan);
-    std::cerr << "plan: " << j["operator"].get<std::string>() << " (" << j["mode"].get<std::string>() << "), c_k " << j["ck"].dump() << ", c_v "
-              << j["cv"].dump() << ", layers " << (plan.layers.empty() ? std::string("all") : j["layers"].dump()) << ", "
-              << j["painted_cells"].get<int64_t>() << " of " << plan.strength.numel() << " cells painted\n";
+void echoPlan(const PlanInputs& in) {
+    const nlohmann::ordered_json j = planJson(in);
+    auto source = [&](const char* part) { return " (" + j["sources"][part].get<std::string>() + ")"; };
+    std::cerr << "plan: " << j["operator"].get<std::string>() << source("operator") << ", " << j["mode"].get<std::string>() << ", c_k "
+              << j["ck"].dump() << source("ck") << ", c_v " << j["cv"].dump() << source("cv") << ", layers "
+              << (in.plan.layers.empty() ? std::string("all") : j["layers"].dump()) << source("layers") << ", "
+              << j["painted_cells"].get<int64_t>() << " of " << in.plan.strength.numel() << " cells painted" << source("cells") << "\n";
 }
 
 void printNotices(const SteeredRunStart& start) {
@@ -180,7 +197,7 @@ int commandSteer(int argc, char** argv) {
     const bool json = cl.has("json");
     Session session(model);
     SteeredRunCallbacks callbacks;
-    if (!json) echoPlan(in.plan);
+    if (!json) echoPlan(in);
     callbacks.onStart = printNotices;
     callbacks.onStep = [&](const PairEvent& ev) {
         if (!json && !ev.steered.text.empty()) {   // stream the steered answer as it comes
@@ -196,7 +213,7 @@ int commandSteer(int argc, char** argv) {
             {"steered", {{"ids", pair.steered.ids}, {"text", pair.steered.text}}},
             {"operator", operatorName(in.plan.op)},
             {"mode", in.plan.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
-            {"plan", planJson(in.plan)},
+            {"plan", planJson(in)},
             {"max_new_tokens", run.start.maxNewTokens},
             {"edit_ms", run.start.steered.editMs},
             {"decode_ms", pair.decodeMs},

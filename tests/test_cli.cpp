@@ -181,7 +181,16 @@ private slots:
         const json early = runJson(with({"--layers", "early"}));   // 4 layers: early is layer 0
         QCOMPARE(early["steered"]["ids"], runJson(with({"--layers", "0"}))["steered"]["ids"]);
         QCOMPARE(runJson(with({"--layers", "early,late"}))["steered"]["ids"], runJson(with({"--layers", "0,3"}))["steered"]["ids"]);
-        QCOMPARE(runJson(with({"--layers", "all"}))["steered"]["text"].get<std::string>(), std::string("blue"));
+        const json all = runJson(with({"--layers", "all"}));
+        QCOMPARE(all["steered"]["text"].get<std::string>(), std::string("blue"));
+        // The plan says where each part came from: the file suggests the operator and c_v 16, the
+        // mask is the flag's, the layers are the flag's here and the default (all) without it.
+        QCOMPARE(all["plan"]["cv"], json::array({16.0}));
+        QCOMPARE(all["plan"]["sources"], (json{{"operator", "vector file"}, {"ck", "vector file"}, {"cv", "vector file"}, {"layers", "flag"}, {"cells", "flag"}}));
+        const ProcessResult echoed = runCli({"steer", "--image", KVSTEER_DEMO_IMAGE, "--prompt", "What color is the circle?", "--vectors",
+                                             KVSTEER_DEMO_VECTORS, "--mask", "rect:6,9,15,18", "--max-new-tokens", "8"});
+        QVERIFY2(echoed.err.find("c_v [16.0] (vector file), layers all (default), 100 of 576 cells painted (flag)") != std::string::npos,
+                 echoed.err.c_str());
         const ProcessResult bad = runCli(with({"--cv", "1.5x"}));
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.find("--cv: '1.5x' is not a number") != std::string::npos, bad.err.c_str());
