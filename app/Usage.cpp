@@ -148,7 +148,9 @@ std::string fullUsage() {
 std::string commandUsage(const std::string& command) {
     for (const CommandHelp& c : commands())
         if (command == c.name)
-            return synopsis(c, "usage: kvsteer " + command + " ") + "\n" + c.purpose + ".\n" + (c.notes ? "\n" + notes(c.notes) : "");
+            return synopsis(c, "usage: kvsteer " + command + " ") + "\n" + c.purpose + ".\n" + (c.notes ? "\n" + notes(c.notes) : "") +
+                   "\nExit status: 0 done; 1 bad input or model (the error names the file or field); 2 usage (an unknown\n"
+                   "option, a missing one, or a value of the wrong form).\n";
     return "";
 }
 

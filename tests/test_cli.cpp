@@ -318,6 +318,39 @@ private slots:
                     {"exactly one \"<image>\""});
     }
 
+    // One exit-code rule for every command, said in each --help: 0 done, 1 bad input or model,
+    // 2 usage (one line and where the help is).
+    void exitCodesFollowOneRule() {
+        const std::string missing = tmp_.filePath("no-such-dir").toStdString();
+        const std::string pope = tmp_.filePath("exit-pope").toStdString();
+        QCOMPARE(runCli({"demo-pope", "--out", pope, "--images", "1"}).exitCode, 0);
+        // Each command with an input that does not exist (or a model that does not load): exit 1.
+        const std::vector<std::vector<std::string>> badInput = {
+            {"generate", "--model", missing, "--prompt", "x"},
+            {"inspect", "--model", missing},
+            {"tokenize", "--model", missing, "--text", "x"},
+            {"extract", "--recipe", "text-pairs", "--pairs", missing, "--out", tmp_.filePath("x.safetensors").toStdString()},
+            {"steer", "--prompt", "x", "--image", missing},
+            {"sweep", "--prompt", "x", "--image", missing, "--cv", "1"},
+            {"eval", "--data", missing, "--out", tmp_.filePath("exit-eval").toStdString()},
+            {"eval-merge", "--out", tmp_.filePath("exit-merged").toStdString(), missing},
+            {"make-random", "--preset", "llava-micro", "--dtype", "f16", "--out", tmp_.filePath("exit-random").toStdString(), "--tokenizer-from", missing},
+            {"demo-steer", "--model", missing},
+            {"eval-demo", "--model", missing},
+        };
+        for (const auto& args : badInput) {
+            const ProcessResult r = runCli(args);
+            QVERIFY2(r.exitCode == 1 && r.err.find("kvsteer: error: ") != std::string::npos, (args[0] + ": " + std::to_string(r.exitCode) + " " + r.err).c_str());
+        }
+        for (const std::string command : {"generate", "inspect", "tokenize", "extract", "steer", "sweep", "eval", "eval-merge", "make-random",
+                                          "demo-steer", "train-demo", "eval-demo", "demo-corpus", "demo-images", "demo-pope"}) {
+            const ProcessResult usage = runCli({command, "--bogus"});
+            QVERIFY2(usage.exitCode == 2 && usage.err.find("see: kvsteer " + command + " --help") != std::string::npos, (command + ": " + usage.err).c_str());
+            const ProcessResult help = runCli({command, "--help"});
+            QVERIFY2(help.exitCode == 0 && help.out.find("Exit status: 0 done; 1 bad input or model") != std::string::npos, command.c_str());
+        }
+    }
+
     void helpExitsZeroEverywhere() {
         ProcessResult r = runCli({"--help"});
         QCOMPARE(r.exitCode, 0);
