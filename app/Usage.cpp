@@ -32,6 +32,13 @@ const std::vector<CommandHelp>& commands() {
           "[--seed S --temperature T --top-p P --top-k K] [--json] [--dump-prefill FILE.safetensors]"},
          kModelNote | kPromptNote | kJsonNote, false},
         {"inspect", "Prints the model's family, architecture, sizes, dtypes and prompt template", {"--model DIR [--system TEXT]"}, kModelNote, false},
+        {"vectors", "Says what a vector file holds (info: its model, family, grid, layers, tensors and suggestions), or\n"
+                    "brings vectors made elsewhere in for a model (import: a safetensors of steer.keys.<layer> /\n"
+                    "steer.values.<layer> float32 [H_kv, D] or [H_kv, grid cells, D], and an optional steer.mask [grid_h,\n"
+                    "grid_w], checked against the model and written with its metadata; docs/FORMAT.md)",
+         {"info FILE", "import RAW.safetensors --model DIR --out FILE [--key-space post|pre] [--operator OP] [--ck X] [--cv Y]",
+          "[--layers LAYERS]  (--ck/--cv/--operator/--layers: the suggestions written into the file; default 1, 1, add, all)"},
+         kModelNote, false},
         {"tokenize", "Runs the model's tokenizer (no weights loaded) and prints one JSON line per text:\n"
                      "{\"text\", \"ids\", \"pieces\"}, each piece its id decoded alone. --special adds what the family adds\n"
                      "to a prompt (BOS where it has one); without it the ids are HF's tokenizer(text, add_special_tokens=False)",

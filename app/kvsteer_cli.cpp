@@ -9,6 +9,7 @@
 #include "DemoCommands.h"
 #include "EvalCommands.h"
 #include "TokenizeCommand.h"
+#include "VectorsCommand.h"
 #include "Usage.h"
 #include "Error.h"
 #include "models/ModelRegistry.h"
@@ -137,6 +138,7 @@ Command findCommand(const std::string& name) {
         {"demo-steer", commandDemoSteer}, {"train-demo", commandTrainDemo}, {"eval-demo", evalDemo},
         {"demo-corpus", commandDemoCorpus}, {"demo-images", commandDemoImages}, {"eval", commandEval},
         {"eval-merge", commandEvalMerge},   {"demo-pope", commandDemoPope},     {"tokenize", commandTokenize},
+        {"vectors", commandVectors},
     };
     for (const auto& [n, f] : table)
         if (n == name) return f;

@@ -252,6 +252,39 @@ private slots:
                     {cut, "steer.values.1", "100 positions", "16x16 grid has 256 cells"});
     }
 
+    // Vectors written by plain Python (numpy + safetensors: bare steer.* tensors, no metadata, as
+    // docs/FORMAT.md shows) import for a model and steer exactly like the file they came from.
+    void vectorsFromPythonImportAndSteerAlike() {
+        const SafeTensorsFile original(KVSTEER_DEMO_VECTORS);
+        std::vector<NamedTensor> bare;
+        for (const auto& name : original.names()) bare.push_back({name, original.tensor(name)});
+        const std::string raw = tmp_.filePath("from-python.safetensors").toStdString();
+        writeSafeTensors(raw, bare);
+        const std::string imported = tmp_.filePath("imported.safetensors").toStdString();
+        ProcessResult r = runCli({"vectors", "import", raw, "--out", imported, "--ck", "0", "--cv", "16"});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        const std::vector<std::string> steer = {"steer", "--image", KVSTEER_DEMO_IMAGE, "--prompt", "What color is the circle?",
+                                                "--mask", "rect:6,9,15,18", "--max-new-tokens", "8", "--json", "--vectors"};
+        auto with = [&](const std::string& file) {
+            std::vector<std::string> args = steer;
+            args.push_back(file);
+            return runJson(args);
+        };
+        const json mine = with(imported), theirs = with(KVSTEER_DEMO_VECTORS);
+        QCOMPARE(mine["steered"]["ids"], theirs["steered"]["ids"]);
+        QCOMPARE(mine["steered"]["text"].get<std::string>(), std::string("blue"));
+
+        r = runCli({"vectors", "info", imported});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        QVERIFY2(r.out.find("family       LLaVA-1.5") != std::string::npos && r.out.find("recipe       imported") != std::string::npos &&
+                     r.out.find("steer.values.0 [2,32]") != std::string::npos,
+                 r.out.c_str());
+        // For a model of other shapes: refused, naming the tensor and what the model wants.
+        r = runCli({"vectors", "import", raw, "--model", referenceModelDir(), "--out", tmp_.filePath("wrong.safetensors").toStdString()});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.find("steer.") != std::string::npos && r.err.find("expected [2, 16]") != std::string::npos, r.err.c_str());
+    }
+
     void vectorFilesAreTiedToTheirFamilyAndGrid() {
         const std::string llava = extractPair(referenceModelDir(), "llava.safetensors");
         QCOMPARE(vectorsMetadata(llava)["grid"].get<std::vector<int>>(), (std::vector<int>{24, 24}));

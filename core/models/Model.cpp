@@ -128,6 +128,7 @@ std::string Model::describe() const {
     const TextConfig& t = config_.text;
     o << "model        " << config_.name << "  (" << directory_ << ")\n";
     o << "type         " << config_.modelType << " (" << familyName() << ")\n";
+    o << "config hash  " << config_.configHash << "  (what vector files made for this model record)\n";
     if (config_.hasVision) {
         o << describeVision();
         o << "image tokens " << config_.imageSeqLength() << " per image (id " << config_.imageTokenIndex << ")\n";

@@ -114,50 +114,19 @@ void checkFamily(const json& meta, SteeringFileInfo& info, const Model& model, c
                     describeModel(model.familyName(), c.modelType, c.name, model.patchGrid()));
 }
 
-} // namespace
-
-SteeringVectors loadSteeringFile(const std::string& path, const Model& model, SteeringFileInfo* infoOut) {
-    const std::string where = "steering file " + path;
-    const SafeTensorsFile file(path);
-    auto it = file.metadata().find("kvsteer");
-    if (it == file.metadata().end()) throw Error(where + ": no __metadata__ 'kvsteer' entry (not a kvsteer vector file?)");
-    json meta;
-    try {
-        meta = json::parse(it->second);
-    } catch (const std::exception& e) {
-        throw Error(where + ": metadata 'kvsteer' is not valid JSON (" + e.what() + ")");
-    }
+// The steer.* tensors of `file`, each checked against `model`: float32, a layer of the model,
+// [H_kv, D] or [H_kv, N, D] with N the grid's cells (the model's grid, or `fileGrid` for a family
+// whose grid follows each image), steer.mask of the grid's shape, not both kinds mixed.
+SteeringVectors readSteeringTensors(const SafeTensorsFile& file, const Model& model, const PatchGrid& fileGrid, const std::string& where) {
     const ModelConfig& c = model.config();
-    SteeringFileInfo info;
-    info.modelName = field<std::string>(meta, "model", where);
-    info.configHash = field<std::string>(meta, "config_hash", where);
-    checkFamily(meta, info, model, where);
-    if (info.configHash != c.configHash)
-        throw Error(where + ": made for model '" + info.modelName + "' (config hash " + info.configHash + "), but the loaded model is '" +
-                    c.name + "' (config hash " + c.configHash + ")");
-    const int layers = field<int>(meta, "num_layers", where);
-    if (layers != c.text.numLayers)
-        throw Error(where + ": num_layers is " + std::to_string(layers) + " but the model has " + std::to_string(c.text.numLayers));
-    info.operatorName = field<std::string>(meta, "operator", where);
-    info.ck = field<std::vector<double>>(meta, "c_k", where);
-    info.cv = field<std::vector<double>>(meta, "c_v", where);
-    info.layers = field<std::vector<int>>(meta, "layers", where);
-    info.headMask = field<std::vector<std::vector<int>>>(meta, "head_mask", where);
-    info.recipe = field<std::string>(meta, "recipe", where);
-    info.recipeInputsJson = meta.contains("recipe_inputs") ? meta["recipe_inputs"].dump() : "{}";
-    info.promptTemplate = field<std::string>(meta, "prompt_template", where);
-    info.version = field<std::string>(meta, "kvsteer_version", where);
-    for (int l : info.layers)
-        if (l < 0 || l >= layers) throw Error(where + ": layer " + std::to_string(l) + " in 'layers' is out of range");
-
+    const int layers = c.text.numLayers;
     SteeringVectors v;
-    v.keySpace = parseKeySpace(field<std::string>(meta, "key_space", where));
     v.keys.resize(layers);
     v.values.resize(layers);
     const int64_t hkv = c.text.numKvHeads, d = c.text.headDim;
     // The grid the file's tensors must fit: the model's, or (grid set by each image) the file's own.
     const bool dynamicGrid = model.hasVision() && model.patchGrid().cells() == 0;
-    const PatchGrid grid = dynamicGrid ? info.grid : model.patchGrid();
+    const PatchGrid grid = dynamicGrid ? fileGrid : model.patchGrid();
     const int64_t n = grid.cells();
     const bool anyCount = dynamicGrid && n == 0;   // an older file for such a model: checked when applied
     auto check = [&](const std::string& name) {
@@ -203,7 +172,59 @@ SteeringVectors loadSteeringFile(const std::string& path, const Model& model, St
         for (const at::Tensor* t : {&v.keys[l], &v.values[l]})
             if (t->defined() && (t->dim() == 3) != anyPerPos)
                 throw Error(where + ": mixes per-position and per-head entries (layer " + std::to_string(l) + ")");
+    return v;
+}
+
+} // namespace
+
+SteeringVectors loadSteeringFile(const std::string& path, const Model& model, SteeringFileInfo* infoOut) {
+    const std::string where = "steering file " + path;
+    const SafeTensorsFile file(path);
+    auto it = file.metadata().find("kvsteer");
+    if (it == file.metadata().end()) throw Error(where + ": no __metadata__ 'kvsteer' entry (not a kvsteer vector file?)");
+    json meta;
+    try {
+        meta = json::parse(it->second);
+    } catch (const std::exception& e) {
+        throw Error(where + ": metadata 'kvsteer' is not valid JSON (" + e.what() + ")");
+    }
+    const ModelConfig& c = model.config();
+    SteeringFileInfo info;
+    info.modelName = field<std::string>(meta, "model", where);
+    info.configHash = field<std::string>(meta, "config_hash", where);
+    checkFamily(meta, info, model, where);
+    if (info.configHash != c.configHash)
+        throw Error(where + ": made for model '" + info.modelName + "' (config hash " + info.configHash + "), but the loaded model is '" +
+                    c.name + "' (config hash " + c.configHash + ")");
+    const int layers = field<int>(meta, "num_layers", where);
+    if (layers != c.text.numLayers)
+        throw Error(where + ": num_layers is " + std::to_string(layers) + " but the model has " + std::to_string(c.text.numLayers));
+    info.operatorName = field<std::string>(meta, "operator", where);
+    info.ck = field<std::vector<double>>(meta, "c_k", where);
+    info.cv = field<std::vector<double>>(meta, "c_v", where);
+    info.layers = field<std::vector<int>>(meta, "layers", where);
+    info.headMask = field<std::vector<std::vector<int>>>(meta, "head_mask", where);
+    info.recipe = field<std::string>(meta, "recipe", where);
+    info.recipeInputsJson = meta.contains("recipe_inputs") ? meta["recipe_inputs"].dump() : "{}";
+    info.promptTemplate = field<std::string>(meta, "prompt_template", where);
+    info.version = field<std::string>(meta, "kvsteer_version", where);
+    for (int l : info.layers)
+        if (l < 0 || l >= layers) throw Error(where + ": layer " + std::to_string(l) + " in 'layers' is out of range");
+
+    SteeringVectors v = readSteeringTensors(file, model, info.grid, where);
+    v.keySpace = parseKeySpace(field<std::string>(meta, "key_space", where));
     if (infoOut) *infoOut = info;
+    return v;
+}
+
+SteeringVectors importRawSteering(const std::string& path, const Model& model, KeySpace keySpace) {
+    const std::string where = "raw vectors " + path;
+    const SafeTensorsFile file(path);
+    SteeringVectors v = readSteeringTensors(file, model, PatchGrid{}, where);
+    bool any = false;
+    for (int l = 0; l < v.numLayers(); ++l) any = any || v.keys[l].defined() || v.values[l].defined();
+    if (!any) throw Error(where + ": no steer.keys.<layer> or steer.values.<layer> tensor (docs/FORMAT.md names them)");
+    v.keySpace = keySpace;
     return v;
 }
 

@@ -67,4 +67,10 @@ void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, c
 // both models.
 SteeringVectors loadSteeringFile(const std::string& path, const Model& model, SteeringFileInfo* info = nullptr);
 
+// A bare safetensors file of steer.keys.<layer> / steer.values.<layer> (and steer.mask), as
+// numpy + safetensors write it (docs/FORMAT.md), checked against `model` tensor by tensor as
+// loadSteeringFile checks a kvsteer file; its metadata is not read. `kvsteer vectors import`
+// then writes it as a kvsteer file for that model. Throws kvsteer::Error naming the tensor.
+SteeringVectors importRawSteering(const std::string& path, const Model& model, KeySpace keySpace);
+
 } // namespace kvsteer
