@@ -216,18 +216,10 @@ int commandEval(int argc, char** argv) {
     std::vector<const EvalItem*> todo;
     for (const EvalItem& item : dataset.items)
         if (inShard(item, shard.index, shard.count)) todo.push_back(&item);
-    RunIdentity identity;
-    identity.datasetPath = dataset.path;
-    identity.datasetHash = dataset.hash;
-    identity.datasetItems = int64_t(dataset.items.size());
-    identity.modelDirectory = model->directory();
-    identity.modelConfigHash = model->config().configHash;
-    identity.steeringHash = steeringHash(cl, o.generation, session ? &*session : nullptr);
-    identity.metric = evalMetricName(o.metric);
-    identity.maxNewTokens = o.generation.maxNewTokens;
+    RunIdentity identity = runIdentity(dataset, *model, steeringHash(cl, o.generation, session ? &*session : nullptr),
+                                       evalMetricName(o.metric), o.generation.maxNewTokens, int64_t(todo.size()));
     identity.shardIndex = shard.index;
     identity.shardCount = shard.count;
-    identity.shardItems = int64_t(todo.size());
     EvalJob job;
     job.outDir = cl.get("out");
     job.identity = identity;

@@ -50,4 +50,16 @@ PlanOptions planOptionsFromFlags(const CommandLine& cl, int numLayers) {
     return o;
 }
 
+void suggestionsFromFlags(const CommandLine& cl, int numLayers, SteeringFileInfo& info) {
+    info.operatorName = cl.get("operator", info.operatorName);
+    asUsage("operator", [&] { return parseOperator(info.operatorName); });
+    info.ck = cl.has("ck") ? numbersFlag(cl, "ck") : std::vector<double>{1.0};
+    info.cv = cl.has("cv") ? numbersFlag(cl, "cv") : std::vector<double>{1.0};
+    if (cl.has("layers")) info.layers = layersFlag(cl, numLayers);
+}
+
+KeySpace keySpaceFlag(const CommandLine& cl) {
+    return asUsage("key-space", [&] { return parseKeySpace(cl.get("key-space", cl.get("operator") == "prerope" ? "pre-rope" : "post-rope")); });
+}
+
 } // namespace kvsteer

@@ -23,4 +23,10 @@ std::vector<int> layersFlag(const CommandLine& cl, int numLayers);
 // --operator, --layers, --heads, --ck, --cv, --propagate and --ablate-to as PlanOptions.
 PlanOptions planOptionsFromFlags(const CommandLine& cl, int numLayers);
 
+// What a new vector file suggests (extract, vectors import): --operator (else the file info's
+// own), --ck and --cv (else 1) and --layers (else all).
+void suggestionsFromFlags(const CommandLine& cl, int numLayers, SteeringFileInfo& info);
+// --key-space post|pre (the full names too); without it pre-RoPE for --operator prerope, else post.
+KeySpace keySpaceFlag(const CommandLine& cl);
+
 } // namespace kvsteer

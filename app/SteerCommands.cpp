@@ -148,7 +148,7 @@ int commandExtract(int argc, char** argv) {
     if (!cl.has("recipe") || !cl.has("out")) throw UsageError("extract needs --recipe and --out");
     auto model = loadModel(cl);
     ExtractOptions options;
-    options.keySpace = parseKeySpace(cl.get("key-space", cl.get("operator") == "prerope" ? "pre-rope" : "post-rope"));
+    options.keySpace = keySpaceFlag(cl);
     options.pca = cl.has("pca");
     options.perPosition = cl.has("per-position");
     options.rawPrompt = cl.has("raw-prompt");
@@ -175,12 +175,7 @@ int commandExtract(int argc, char** argv) {
     }
     SteeringFileInfo info = newVectorsFileInfo(*model, recipe, inputs.dump(), options.keySpace);
     if (options.rawPrompt && recipe != "text-pairs") info.promptTemplate = cl.get("prompt");   // no template: the prompt itself
-    info.operatorName = cl.get("operator", info.operatorName);
-    parseOperator(info.operatorName);
-    info.ck = cl.has("ck") ? numbersFlag(cl, "ck") : std::vector<double>{1.0};
-    info.cv = cl.has("cv") ? numbersFlag(cl, "cv") : std::vector<double>{1.0};
-    if (cl.has("layers"))
-        info.layers = layersFlag(cl, model->config().text.numLayers);
+    suggestionsFromFlags(cl, model->config().text.numLayers, info);
     saveSteeringFile(cl.get("out"), vectors, info);
     std::cerr << "wrote " << cl.get("out") << " (" << recipe << ", " << keySpaceName(vectors.keySpace) << ", "
               << (vectors.perPosition() ? "per position" : "per head") << ")\n";

@@ -1,8 +1,25 @@
 #include "eval/EvalJob.h"
 
+#include "models/Model.h"
+
 #include <set>
 
 namespace kvsteer {
+
+RunIdentity runIdentity(const EvalDataset& dataset, const Model& model, const std::string& steeringHash, const std::string& metric,
+                        int maxNewTokens, int64_t shardItems) {
+    RunIdentity id;
+    id.datasetPath = dataset.path;
+    id.datasetHash = dataset.hash;
+    id.datasetItems = int64_t(dataset.items.size());
+    id.modelDirectory = model.directory();
+    id.modelConfigHash = model.config().configHash;
+    id.steeringHash = steeringHash;
+    id.metric = metric;
+    id.maxNewTokens = maxNewTokens;
+    id.shardItems = shardItems;
+    return id;
+}
 
 EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJob& job, const EvalSteering& steering,
                          const EvalOptions& options, const EvalJobCallbacks& callbacks) {

@@ -33,6 +33,11 @@ struct EvalJobResult {
     nlohmann::ordered_json summary;       // null when stopped
 };
 
+// The identity of a run of `dataset` on `model` (run.json): the shard fields are the caller's,
+// shardItems the items it evaluates.
+RunIdentity runIdentity(const EvalDataset& dataset, const Model& model, const std::string& steeringHash, const std::string& metric,
+                        int maxNewTokens, int64_t shardItems);
+
 EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJob& job, const EvalSteering& steering,
                          const EvalOptions& options, const EvalJobCallbacks& callbacks);
 

@@ -9,8 +9,6 @@
 #include "steer/SideBySide.h"
 #include "steer/SteeredRun.h"
 
-#include <ATen/ops/equal.h>
-
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
@@ -61,8 +59,8 @@ struct ImageState {
 };
 
 // Takes items in evalOrder and makes them ready to decode. The questions about one image wait
-// until the image changes (or finish()), so those of equal token count continue from the image's
-// prefix as one batch (Session::prefillFromShared).
+// until the image changes (or finish(), or the cap on waiting caches), so that they continue from
+// the image's prefix as one batch (Session::prefillFromShared).
 class EvalRunner {
 public:
     EvalRunner(const std::shared_ptr<const Model>& model, const EvalSteering& steering, const EvalOptions& options, EvalTotals& totals,
@@ -158,16 +156,10 @@ private:
                model_->promptAttention() == PromptAttention::Causal;
     }
 
-    // Whether two prompts can continue from one prefix in one batch: the same prefix, offset and
-    // positions up to the end of the shorter.
+    // Whether two prompts can continue from one prefix in one batch: the image ends at the same
+    // token, and they lay out alike up to there and after it.
     static bool sameLayout(const Prompt& a, const Prompt& b) {
-        const int64_t shared = a.span.end();
-        if (b.span.end() != shared || a.positionOffset != b.positionOffset || !std::equal(a.ids.begin(), a.ids.begin() + shared, b.ids.begin()))
-            return false;
-        if (a.positionIds.defined() != b.positionIds.defined()) return false;
-        if (!a.positionIds.defined()) return true;
-        const int64_t n = std::min(a.positionIds.size(1), b.positionIds.size(1));
-        return at::equal(a.positionIds.narrow(1, 0, n), b.positionIds.narrow(1, 0, n));
+        return a.span.end() == b.span.end() && Session::continueAlike(a, b, a.span.end());
     }
 
     const ImageU8* imageFor(const EvalItem& item) {

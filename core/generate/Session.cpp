@@ -94,18 +94,15 @@ void Session::prefillFrom(const KVCache& prefix, const Prompt& prompt, int64_t r
     prefillFromShared(prefix, {this}, {&prompt}, reserveTokens);
 }
 
-namespace {
-
-// Whether `p` can continue from `prefix` in a batch whose positions are those of `longest`: it
-// starts with the prefix's ids, at the same offset, and its M-RoPE rows (if any) are the first
-// columns of the longest's (true of prompts about one image: the text after it counts on).
-bool continuesAlike(const Prompt& p, const Prompt& longest, const std::vector<int64_t>& shared) {
-    if (shared.size() + 1 > p.ids.size() || !std::equal(shared.begin(), shared.end(), p.ids.begin())) return false;
-    if (p.positionOffset != longest.positionOffset || p.positionIds.defined() != longest.positionIds.defined()) return false;
-    return !p.positionIds.defined() || at::equal(p.positionIds, longest.positionIds.narrow(1, 0, p.positionIds.size(1)));
+bool Session::continueAlike(const Prompt& a, const Prompt& b, int64_t shared) {
+    if (int64_t(std::min(a.ids.size(), b.ids.size())) < shared || !std::equal(a.ids.begin(), a.ids.begin() + shared, b.ids.begin())) return false;
+    if (a.positionOffset != b.positionOffset || a.positionIds.defined() != b.positionIds.defined()) return false;
+    if (!a.positionIds.defined()) return true;
+    // M-RoPE rows: the shorter prompt's are the first columns of the longer's (true of prompts
+    // about one image: the text after it counts on).
+    const int64_t n = std::min(a.positionIds.size(1), b.positionIds.size(1));
+    return at::equal(a.positionIds.narrow(1, 0, n), b.positionIds.narrow(1, 0, n));
 }
-
-} // namespace
 
 void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session*>& sessions, const std::vector<const Prompt*>& prompts,
                                 int64_t reserveTokens) {
@@ -122,7 +119,7 @@ void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session
         if (sessions[b]->model_ != first.model_) throw Error("prefix reuse: the sessions of one batch must share their model");
         if (shared.size() + 1 > prompts[b]->ids.size() || !std::equal(shared.begin(), shared.end(), prompts[b]->ids.begin()))
             throw Error("prefix reuse: the prompt does not start with the prefix's tokens");
-        if (!continuesAlike(*prompts[b], longest, shared))
+        if (!continueAlike(*prompts[b], longest, int64_t(shared.size())))
             throw Error("prefix reuse: prompts continued as one batch must lay out alike after the prefix (offset, positions)");
     }
     for (Session* s : sessions) {   // until the snapshots are made (a failed forward leaves them unprefilled)

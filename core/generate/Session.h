@@ -69,6 +69,9 @@ public:
     // own snapshot, as prefillFrom would make it.
     static void prefillFromShared(const KVCache& prefix, const std::vector<Session*>& sessions, const std::vector<const Prompt*>& prompts,
                                   int64_t reserveTokens);
+    // Whether two prompts can continue as one such batch from a prefix of their first `shared`
+    // ids: those ids equal, the same position offset, and positions alike up to the shorter's end.
+    static bool continueAlike(const Prompt& a, const Prompt& b, int64_t shared);
     bool prefilled() const { return prefilled_; }
     // Whether the snapshot is of exactly this prompt (the same ids and the same pixels): a new
     // plan on it needs no prefill.

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+
 namespace kvsteer {
 
 using nlohmann::json;
@@ -114,6 +116,17 @@ void checkFamily(const json& meta, SteeringFileInfo& info, const Model& model, c
                     describeModel(model.familyName(), c.modelType, c.name, model.patchGrid()));
 }
 
+// __metadata__["kvsteer"] of a vector file, parsed.
+json steeringMetadata(const SafeTensorsFile& file, const std::string& where) {
+    const auto it = file.metadata().find("kvsteer");
+    if (it == file.metadata().end()) throw Error(where + ": no __metadata__ 'kvsteer' entry (not a kvsteer vector file?)");
+    try {
+        return json::parse(it->second);
+    } catch (const std::exception& e) {
+        throw Error(where + ": metadata 'kvsteer' is not valid JSON (" + e.what() + ")");
+    }
+}
+
 // The steer.* tensors of `file`, each checked against `model`: float32, a layer of the model,
 // [H_kv, D] or [H_kv, N, D] with N the grid's cells (the model's grid, or `fileGrid` for a family
 // whose grid follows each image), steer.mask of the grid's shape, not both kinds mixed.
@@ -180,14 +193,7 @@ SteeringVectors readSteeringTensors(const SafeTensorsFile& file, const Model& mo
 SteeringVectors loadSteeringFile(const std::string& path, const Model& model, SteeringFileInfo* infoOut) {
     const std::string where = "steering file " + path;
     const SafeTensorsFile file(path);
-    auto it = file.metadata().find("kvsteer");
-    if (it == file.metadata().end()) throw Error(where + ": no __metadata__ 'kvsteer' entry (not a kvsteer vector file?)");
-    json meta;
-    try {
-        meta = json::parse(it->second);
-    } catch (const std::exception& e) {
-        throw Error(where + ": metadata 'kvsteer' is not valid JSON (" + e.what() + ")");
-    }
+    const json meta = steeringMetadata(file, where);
     const ModelConfig& c = model.config();
     SteeringFileInfo info;
     info.modelName = field<std::string>(meta, "model", where);
@@ -226,6 +232,32 @@ SteeringVectors importRawSteering(const std::string& path, const Model& model, K
     if (!any) throw Error(where + ": no steer.keys.<layer> or steer.values.<layer> tensor (docs/FORMAT.md names them)");
     v.keySpace = keySpace;
     return v;
+}
+
+std::string describeSteeringFile(const std::string& path) {
+    const std::string where = "steering file " + path;
+    const SafeTensorsFile file(path);
+    const json meta = steeringMetadata(file, where);
+    std::ostringstream o;
+    auto show = [&](const char* label, const char* key) {
+        if (meta.contains(key)) o << label << (meta[key].is_string() ? meta[key].get<std::string>() : meta[key].dump()) << "\n";
+    };
+    show("model        ", "model");
+    show("family       ", "family");
+    show("model_type   ", "model_type");
+    show("grid         ", "grid");
+    show("config hash  ", "config_hash");
+    show("layers       ", "num_layers");
+    show("key space    ", "key_space");
+    show("recipe       ", "recipe");
+    show("suggests     operator ", "operator");
+    show("             c_k ", "c_k");
+    show("             c_v ", "c_v");
+    if (meta.contains("layers")) o << "             layers " << (meta["layers"].empty() ? std::string("all") : meta["layers"].dump()) << "\n";
+    show("written by   kvsteer ", "kvsteer_version");
+    o << "tensors\n";
+    for (const auto& name : file.names()) o << "  " << name << " " << json(file.info(name).shape).dump() << "\n";
+    return o.str();
 }
 
 } // namespace kvsteer

@@ -67,6 +67,10 @@ void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, c
 // both models.
 SteeringVectors loadSteeringFile(const std::string& path, const Model& model, SteeringFileInfo* info = nullptr);
 
+// What a vector file holds, for people (`kvsteer vectors info`): its metadata and the tensors'
+// shapes, read without a model. Throws kvsteer::Error naming the file when it is not a vector file.
+std::string describeSteeringFile(const std::string& path);
+
 // A bare safetensors file of steer.keys.<layer> / steer.values.<layer> (and steer.mask), as
 // numpy + safetensors write it (docs/FORMAT.md), checked against `model` tensor by tensor as
 // loadSteeringFile checks a kvsteer file; its metadata is not read. `kvsteer vectors import`

@@ -177,18 +177,17 @@ void EvalPanel::showSummary(const EvalFinished& f) {
         minus << f.difference[i] - f.low[i];
         plus << f.high[i] - f.difference[i];
     }
-    auto* unsteered = new QCPBars(plot_->xAxis, plot_->yAxis);
-    unsteered->setName(tr("unsteered"));
-    unsteered->setWidth(0.38);
-    unsteered->setBrush(QColor(0x9a, 0xa0, 0xa6));
-    unsteered->setPen(Qt::NoPen);
-    unsteered->setData(at, f.unsteered);
-    auto* steered = new QCPBars(plot_->xAxis, plot_->yAxis);
-    steered->setName(tr("steered (95 % interval)"));
-    steered->setWidth(0.38);
-    steered->setBrush(QColor(0x1a, 0x73, 0xe8));
-    steered->setPen(Qt::NoPen);
-    steered->setData(atSteered, f.steered);
+    auto bars = [&](const QString& name, const QColor& colour, const QVector<double>& keys, const QVector<double>& values) {
+        auto* b = new QCPBars(plot_->xAxis, plot_->yAxis);
+        b->setName(name);
+        b->setWidth(0.38);
+        b->setBrush(colour);
+        b->setPen(Qt::NoPen);
+        b->setData(keys, values);
+        return b;
+    };
+    bars(tr("unsteered"), QColor(0x9a, 0xa0, 0xa6), at, f.unsteered);
+    QCPBars* steered = bars(tr("steered (95 % interval)"), QColor(0x1a, 0x73, 0xe8), atSteered, f.steered);
     auto* whiskers = new QCPErrorBars(plot_->xAxis, plot_->yAxis);
     whiskers->removeFromLegend();
     whiskers->setDataPlottable(steered);

@@ -95,36 +95,28 @@ void Worker::runEval(const EvalRequest& req) {
         const EvalDataset dataset = loadEvalDataset(ss(req.dataset), "", false);
         EvalSteering steering;
         steering.plan = planOptions(req.plan, model.config().text.numLayers);
-        steering.vectors = operatorNeedsVectors(parseOperator(steering.plan.op)) && d->vectors ? &*d->vectors : nullptr;
-        if (operatorNeedsVectors(parseOperator(steering.plan.op)) && !d->vectors)
+        const bool needsVectors = operatorNeedsVectors(parseOperator(steering.plan.op));
+        if (needsVectors && !d->vectors)
             throw kvsteer::Error("the '" + steering.plan.op + "' operator needs steering vectors: compute or import them in the Steering panel");
+        steering.vectors = needsVectors ? &*d->vectors : nullptr;
         if (!req.itemRegions) steering.strength = gridTensor(req.strength);
         EvalOptions options;
         options.metric = parseEvalMetric(ss(req.metric));
         options.generation.maxNewTokens = req.maxNewTokens;
         // Painting replaces every item's own region: the items are evaluated without them.
         std::vector<EvalItem> painted;
+        if (!req.itemRegions) {
+            painted = dataset.items;
+            for (EvalItem& item : painted) {
+                item.box.reset();
+                item.mask.clear();
+            }
+        }
         EvalJob job;
         job.outDir = ss(req.outDir);
-        for (const EvalItem& item : dataset.items) {
-            if (req.itemRegions) {
-                job.items.push_back(&item);
-                continue;
-            }
-            painted.push_back(item);
-            painted.back().box.reset();
-            painted.back().mask.clear();
-        }
-        for (const EvalItem& item : painted) job.items.push_back(&item);
-        job.identity.datasetPath = dataset.path;
-        job.identity.datasetHash = dataset.hash;
-        job.identity.datasetItems = int64_t(dataset.items.size());
-        job.identity.modelDirectory = model.directory();
-        job.identity.modelConfigHash = model.config().configHash;
-        job.identity.steeringHash = steeringHash(req, d->vectorsInfo.blob);
-        job.identity.metric = ss(req.metric);
-        job.identity.maxNewTokens = req.maxNewTokens;
-        job.identity.shardItems = int64_t(job.items.size());
+        for (const EvalItem& item : req.itemRegions ? dataset.items : painted) job.items.push_back(&item);
+        job.identity = runIdentity(dataset, model, steeringHash(req, d->vectorsInfo.blob), ss(req.metric), req.maxNewTokens,
+                                   int64_t(job.items.size()));
 
         EvalJobCallbacks callbacks;
         int done = 0, total = 0;
