@@ -3,8 +3,15 @@
 #include "CliOptions.h"
 #include "Error.h"
 #include "io/NumberList.h"
+#include "models/ModelRegistry.h"
 #include "steer/LayerRange.h"
+#include "steer/Mask.h"
 #include "steer/SteeringOperator.h"
+
+#include <ATen/ops/count_nonzero.h>
+
+#include <iostream>
+#include <optional>
 
 namespace kvsteer {
 
@@ -20,6 +27,15 @@ auto asUsage(const std::string& flag, Parse&& parse) {
         const std::string what = e.what();
         throw UsageError(what.rfind("--" + flag, 0) == 0 ? what : "--" + flag + ": " + what);
     }
+}
+
+nlohmann::ordered_json planSources(const CommandLine& cl, const SteeringFileInfo& info, const SteeringVectors* vectors) {
+    auto from = [&](const char* flag, bool suggested) { return cl.has(flag) ? "flag" : vectors && suggested ? "vector file" : "default"; };
+    return {{"operator", from("operator", !info.operatorName.empty())},
+            {"ck", from("ck", !info.ck.empty())},
+            {"cv", from("cv", !info.cv.empty())},
+            {"layers", from("layers", !info.layers.empty())},
+            {"cells", from("mask", vectors && vectors->mask.defined())}};
 }
 
 } // namespace
@@ -60,6 +76,51 @@ void suggestionsFromFlags(const CommandLine& cl, int numLayers, SteeringFileInfo
 
 KeySpace keySpaceFlag(const CommandLine& cl) {
     return asUsage("key-space", [&] { return parseKeySpace(cl.get("key-space", cl.get("operator") == "prerope" ? "pre-rope" : "post-rope")); });
+}
+
+PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const VisualSpan& span, bool vectorsOptional) {
+    PlanInputs in;
+    const int layers = model.config().text.numLayers;
+    std::optional<SteeringVectors> vectors;
+    if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
+    const PlanOptions o = planOptionsFromFlags(cl, layers);
+    const at::Tensor strength = cl.has("mask") ? loadMask(cl.get("mask"), span.gridHeight, span.gridWidth) : at::Tensor();
+    in.plan = makePlan(o, vectors ? &*vectors : nullptr, in.info, strength, span, layers);
+    in.sources = planSources(cl, in.info, vectors ? &*vectors : nullptr);
+    if (operatorNeedsVectors(in.plan.op) && !vectors && !(vectorsOptional && !cl.has("operator"))) throw UsageError("operator '" + operatorName(in.plan.op) + "' needs --vectors FILE");
+    return in;
+}
+
+// --prompt in the family's template, or as is with --raw-prompt (the same meaning in every command).
+// Without --image the prompt is text only, and steering addresses its tokens.
+Prompt promptFromOptions(const CommandLine& cl, const Model& model) {
+    if (!cl.has("prompt")) throw UsageError("needs --prompt TEXT (and --image FILE to steer an image)");
+    std::optional<ImageU8> image;
+    if (cl.has("image")) image = loadImage(cl.get("image"));
+    return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), image ? &*image : nullptr);
+}
+
+// The plan as applied, for people (stderr) and scripts (--json), with where each part came from:
+// no silent strength or layer set.
+nlohmann::ordered_json planJson(const PlanInputs& in) {
+    const SteeringPlan& plan = in.plan;
+    return {{"operator", operatorName(plan.op)},
+            {"mode", plan.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
+            {"ck", plan.ck},
+            {"cv", plan.cv},
+            {"layers", plan.layers},   // empty: every layer
+            {"painted_cells", at::count_nonzero(plan.strength).item<int64_t>()},
+            {"grid", {plan.strength.size(0), plan.strength.size(1)}},
+            {"sources", in.sources}};
+}
+
+void echoPlan(const PlanInputs& in) {
+    const nlohmann::ordered_json j = planJson(in);
+    auto source = [&](const char* part) { return " (" + j["sources"][part].get<std::string>() + ")"; };
+    std::cerr << "plan: " << j["operator"].get<std::string>() << source("operator") << ", " << j["mode"].get<std::string>() << ", c_k "
+              << j["ck"].dump() << source("ck") << ", c_v " << j["cv"].dump() << source("cv") << ", layers "
+              << (in.plan.layers.empty() ? std::string("all") : j["layers"].dump()) << source("layers") << ", "
+              << j["painted_cells"].get<int64_t>() << " of " << in.plan.strength.numel() << " cells painted" << source("cells") << "\n";
 }
 
 } // namespace kvsteer

@@ -6,6 +6,7 @@
 #include "Error.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
+#include "generate/LogProbs.h"
 #include "generate/Session.h"
 #include "steer/Atlas.h"
 #include "steer/Mask.h"
@@ -23,81 +24,17 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <optional>
 
 namespace kvsteer {
 
 namespace {
 
-// The plan every steering command builds from the same options: the command line as
-// PlanOptions (text -> numbers, through core's parsers), then core's makePlan over the prompt's
-// span (the studio builds its plans through the same function). Vector-file suggestions fill what
-// the options leave unset.
-struct PlanInputs {
-    SteeringPlan plan;
-    SteeringFileInfo info;
-    // Where each part came from: "flag", "vector file" (its suggestion or its mask) or "default".
-    nlohmann::ordered_json sources;
-};
-
-nlohmann::ordered_json planSources(const CommandLine& cl, const SteeringFileInfo& info, const SteeringVectors* vectors) {
-    auto from = [&](const char* flag, bool suggested) { return cl.has(flag) ? "flag" : vectors && suggested ? "vector file" : "default"; };
-    return {{"operator", from("operator", !info.operatorName.empty())},
-            {"ck", from("ck", !info.ck.empty())},
-            {"cv", from("cv", !info.cv.empty())},
-            {"layers", from("layers", !info.layers.empty())},
-            {"cells", from("mask", vectors && vectors->mask.defined())}};
-}
-
-PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const VisualSpan& span) {
-    PlanInputs in;
-    const int layers = model.config().text.numLayers;
-    std::optional<SteeringVectors> vectors;
-    if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
-    const PlanOptions o = planOptionsFromFlags(cl, layers);
-    const at::Tensor strength = cl.has("mask") ? loadMask(cl.get("mask"), span.gridHeight, span.gridWidth) : at::Tensor();
-    in.plan = makePlan(o, vectors ? &*vectors : nullptr, in.info, strength, span, layers);
-    in.sources = planSources(cl, in.info, vectors ? &*vectors : nullptr);
-    if (operatorNeedsVectors(in.plan.op) && !vectors) throw UsageError("operator '" + operatorName(in.plan.op) + "' needs --vectors FILE");
-    return in;
-}
-
 std::string oneLine(std::string s) {
     for (char& c : s)
         if (c == '\n' || c == '\r' || c == '|') c = ' ';
     return s;
-}
-
-// --prompt in the family's template, or as is with --raw-prompt (the same meaning in every command).
-// Without --image the prompt is text only, and steering addresses its tokens.
-Prompt promptFromOptions(const CommandLine& cl, const Model& model) {
-    if (!cl.has("prompt")) throw UsageError("needs --prompt TEXT (and --image FILE to steer an image)");
-    std::optional<ImageU8> image;
-    if (cl.has("image")) image = loadImage(cl.get("image"));
-    return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), image ? &*image : nullptr);
-}
-
-// The plan as applied, for people (stderr) and scripts (--json), with where each part came from:
-// no silent strength or layer set.
-nlohmann::ordered_json planJson(const PlanInputs& in) {
-    const SteeringPlan& plan = in.plan;
-    return {{"operator", operatorName(plan.op)},
-            {"mode", plan.mode == PlanMode::Propagate ? "propagate" : "edit-only"},
-            {"ck", plan.ck},
-            {"cv", plan.cv},
-            {"layers", plan.layers},   // empty: every layer
-            {"painted_cells", at::count_nonzero(plan.strength).item<int64_t>()},
-            {"grid", {plan.strength.size(0), plan.strength.size(1)}},
-            {"sources", in.sources}};
-}
-
-void echoPlan(const PlanInputs& in) {
-    const nlohmann::ordered_json j = planJson(in);
-    auto source = [&](const char* part) { return " (" + j["sources"][part].get<std::string>() + ")"; };
-    std::cerr << "plan: " << j["operator"].get<std::string>() << source("operator") << ", " << j["mode"].get<std::string>() << ", c_k "
-              << j["ck"].dump() << source("ck") << ", c_v " << j["cv"].dump() << source("cv") << ", layers "
-              << (in.plan.layers.empty() ? std::string("all") : j["layers"].dump()) << source("layers") << ", "
-              << j["painted_cells"].get<int64_t>() << " of " << in.plan.strength.numel() << " cells painted" << source("cells") << "\n";
 }
 
 void printNotices(const SteeredRunStart& start) {
@@ -159,6 +96,12 @@ int commandExtract(int argc, char** argv) {
         if (!cl.has("image-a") || !cl.has("image-b") || !cl.has("prompt")) throw UsageError("image-pair needs --prompt, --image-a and --image-b");
         vectors = extractImagePair(model, cl.get("prompt"), loadImage(cl.get("image-a")), loadImage(cl.get("image-b")), options);
         inputs.update({{"prompt", cl.get("prompt")}, {"image_a", cl.get("image-a")}, {"image_b", cl.get("image-b")}});
+    } else if (recipe == "image-pairs") {
+        if (!cl.has("pairs")) throw UsageError("image-pairs needs --pairs FILE.jsonl (and --prompt for lines without one)");
+        const auto pairs = loadImagePairs(cl.get("pairs"), cl.get("prompt"));
+        vectors = extractImagePairs(model, pairs, options);
+        inputs.update({{"pairs", cl.get("pairs")}, {"n_pairs", pairs.size()}});
+        if (cl.has("prompt")) inputs["prompt"] = cl.get("prompt");
     } else if (recipe == "region") {
         if (!cl.has("image") || !cl.has("mask") || !cl.has("prompt")) throw UsageError("region needs --prompt, --image and --mask");
         const ImageU8 image = loadImage(cl.get("image"));
@@ -171,7 +114,7 @@ int commandExtract(int argc, char** argv) {
         vectors = extractTextPairs(model, pairs, options);
         inputs.update({{"pairs", cl.get("pairs")}, {"n_pairs", pairs.size()}});
     } else {
-        throw UsageError("--recipe must be image-pair, region or text-pairs");
+        throw UsageError("--recipe must be image-pair, image-pairs, region or text-pairs");
     }
     SteeringFileInfo info = newVectorsFileInfo(*model, recipe, inputs.dump(), options.keySpace);
     if (options.rawPrompt && recipe != "text-pairs") info.promptTemplate = cl.get("prompt");   // no template: the prompt itself
@@ -182,26 +125,62 @@ int commandExtract(int argc, char** argv) {
     return 0;
 }
 
+// steer --json's log-probs: per step, each stream's chosen token and the top K (the model's raw
+// distribution, before any sampling cut), and the KL between the two first-step distributions.
+struct StepLogProbs {
+    int topK = 5;
+    nlohmann::ordered_json steps[2] = {nlohmann::ordered_json::array(), nlohmann::ordered_json::array()};   // unsteered, steered
+    std::optional<double> firstStepKl;
+
+    void add(const PairEvent& ev, const Tokenizer& tokenizer) {
+        if (ev.step == 0 && ev.unsteered.logits && ev.steered.logits) firstStepKl = klDivergence(*ev.unsteered.logits, *ev.steered.logits);
+        const TokenEvent* streams[2] = {&ev.unsteered, &ev.steered};
+        for (int s = 0; s < 2; ++s) {
+            const TokenEvent& t = *streams[s];
+            if (t.id < 0 || !t.logits) continue;   // the stream has ended
+            nlohmann::ordered_json top = nlohmann::ordered_json::array();
+            for (const TokenLogProb& c : topLogProbs(*t.logits, topK))
+                top.push_back({{"id", c.id}, {"token", tokenizer.decode({c.id}, false)}, {"logprob", c.logProb}});
+            steps[s].push_back({{"step", ev.step}, {"id", t.id}, {"logprob", logProbOf(*t.logits, t.id)}, {"top", top}});
+        }
+    }
+};
+
+// --target TEXT: its log-prob as the answer under both caches, teacher-forced.
+nlohmann::ordered_json targetJson(const Session& session, const SteeredCache& steered, const std::string& target) {
+    const std::vector<int64_t> ids = session.model().tokenizer().encode(target, false);
+    if (ids.empty()) throw UsageError("--target: the text has no tokens");
+    auto total = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+    const double unsteered = total(continuationLogProbs(session, session.snapshot(), session.lastPromptToken(), ids));
+    const double steeredLp = total(continuationLogProbs(session, steered.cache, session.lastPromptToken(), ids, steered.attentionBias));
+    return {{"text", target}, {"ids", ids}, {"unsteered_logprob", unsteered}, {"steered_logprob", steeredLp}, {"difference", steeredLp - unsteered}};
+}
+
 int commandSteer(int argc, char** argv) {
-    CommandLine cl(withOptions(planOptionNames(), modelOptionNames()), {"propagate", "json", "raw-prompt"});
+    CommandLine cl(withOptions(withOptions(planOptionNames(), {"logprobs", "target"}), modelOptionNames()), {"propagate", "json", "raw-prompt"});
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
     const GenerationOptions gen = generationOptions(cl, 32);
     const Prompt prompt = promptFromOptions(cl, *model);
     const PlanInputs in = planFromOptions(cl, *model, prompt.span);
     const bool json = cl.has("json");
+    StepLogProbs logprobs;
+    logprobs.topK = cl.getInt("logprobs", 5);
+    if (logprobs.topK < 0) throw UsageError("--logprobs must be 0 or more");
     Session session(model);
     SteeredRunCallbacks callbacks;
     if (!json) echoPlan(in);
     callbacks.onStart = printNotices;
     callbacks.onStep = [&](const PairEvent& ev) {
-        if (!json && !ev.steered.text.empty()) {   // stream the steered answer as it comes
+        if (json) logprobs.add(ev, model->tokenizer());
+        else if (!ev.steered.text.empty()) {   // stream the steered answer as it comes
             std::fwrite(ev.steered.text.data(), 1, ev.steered.text.size(), stdout);
             std::fflush(stdout);
         }
     };
     const SteeredRunResult run = runSteered(session, prompt, in.plan, gen, callbacks);
     const GenerationPair& pair = run.pair;
+    const nlohmann::ordered_json target = cl.has("target") ? targetJson(session, run.start.steered, cl.get("target")) : nlohmann::ordered_json();
     if (json) {
         nlohmann::ordered_json out = {
             {"unsteered", {{"ids", pair.unsteered.ids}, {"text", pair.unsteered.text}}},
@@ -213,9 +192,19 @@ int commandSteer(int argc, char** argv) {
             {"edit_ms", run.start.steered.editMs},
             {"decode_ms", pair.decodeMs},
         };
+        if (logprobs.firstStepKl) out["first_step_kl"] = *logprobs.firstStepKl;
+        if (logprobs.topK > 0) {
+            out["unsteered"]["steps"] = logprobs.steps[0];
+            out["steered"]["steps"] = logprobs.steps[1];
+        }
+        if (!target.is_null()) out["target"] = target;
         std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     } else {
         std::cout << "\n\nunsteered: " << pair.unsteered.text << "\nsteered:   " << pair.steered.text << std::endl;
+        if (!target.is_null())
+            std::cout << "target " << target["text"].dump() << ": log-prob " << target["unsteered_logprob"].get<double>() << " unsteered, "
+                      << target["steered_logprob"].get<double>() << " steered (" << std::showpos << target["difference"].get<double>()
+                      << std::noshowpos << ")" << std::endl;
     }
     return 0;
 }

@@ -32,24 +32,14 @@ std::string answer(const Session& session, const KVCache& cache, const std::vect
 
 SteeringVectors redToBlueVectors(const std::shared_ptr<const Model>& model, int pairs, uint64_t seed) {
     if (pairs < 1) throw Error("redToBlueVectors: needs at least one pair");
-    SteeringVectors sum;
+    // The image-pairs recipe, blue minus red, over the whole grid: resources/examples/red-to-blue
+    // holds the first 8 of these pairs as PNGs for `kvsteer extract --recipe image-pairs`.
+    std::vector<ImagePair> list;
     for (int i = 0; i < pairs; ++i) {
         const ColorPair pair = makeColorPair(steerSceneId(seed, static_cast<uint64_t>(i)));
-        const SteeringVectors v = extractImagePair(model, kQuestion, pair.imageTo, pair.imageFrom, ExtractOptions{});
-        if (i == 0) {
-            sum = v;
-            continue;
-        }
-        for (int l = 0; l < v.numLayers(); ++l) {
-            sum.keys[l] = sum.keys[l] + v.keys[l];
-            sum.values[l] = sum.values[l] + v.values[l];
-        }
+        list.push_back({pair.imageTo, pair.imageFrom, kQuestion, "", "pair " + std::to_string(i)});
     }
-    for (int l = 0; l < sum.numLayers(); ++l) {
-        sum.keys[l] = sum.keys[l] / pairs;
-        sum.values[l] = sum.values[l] / pairs;
-    }
-    return sum;
+    return extractImagePairs(model, list, ExtractOptions{});
 }
 
 ColorFlipResult measureColorFlip(const std::shared_ptr<const Model>& model, const SteeringVectors& vectors,

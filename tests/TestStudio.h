@@ -113,5 +113,7 @@ private Q_SLOTS:
     // The demo: the red circle painted (with the rectangle tool over its patches), vectors toward the
     // blue-circle image computed in the Steering panel, Run: unsteered says red, steered says blue.
     void demoModelFlipsRedToBlue();
+    // `kvsteer heatmaps` writes the maps the panel shows (‖ΔV‖ and attention) for the same run.
+    void cliHeatmapsEqualThePanels();
     void cleanupTestCase();
 };

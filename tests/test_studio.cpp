@@ -390,6 +390,80 @@ void TestStudio::demoModelFlipsRedToBlue() {
     QVERIFY(w_->streamView()->firstDivergence() >= 0);
 }
 
+// The maps a .npy of `kvsteer heatmaps` holds, [layers * rows * cols] (float32, C order).
+static std::vector<float> readNpy(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    const QByteArray bytes = f.readAll();
+    const int headerLength = uchar(bytes[8]) | (uchar(bytes[9]) << 8);
+    const qsizetype start = 10 + headerLength;
+    std::vector<float> values(size_t(bytes.size() - start) / sizeof(float));
+    std::memcpy(values.data(), bytes.constData() + start, values.size() * sizeof(float));
+    return values;
+}
+
+// The same image, prompt, vectors and painted rectangle through the studio and through
+// `kvsteer heatmaps`: the files hold the panel's numbers (the studio's run and the CLI's are one
+// code path, so they agree to float rounding of the same operations: exactly).
+void TestStudio::cliHeatmapsEqualThePanels() {
+    if (!haveDemoModel() || studioModelDir() != demoModelDir()) QSKIP("the bundled demo model is not built yet");
+    const QString image = QStringLiteral(KVSTEER_DEMO_IMAGE);
+    QSignalSpy shown(w_.get(), &MainWindow::imageShown);
+    w_->openImageFile(image);
+    QVERIFY(shown.wait(kLoadTimeoutMs));
+    w_->promptPanel()->setPrompt(QStringLiteral("What color is the circle?"));
+    GenerationSettings g = w_->promptPanel()->generation();
+    g.stopAtEos = true;   // as the CLI decodes: the last step's attention is the same step
+    w_->promptPanel()->setGeneration(g);
+    QSignalSpy changed(w_.get(), &MainWindow::vectorsChanged);
+    w_->importVectorsFrom(QStringLiteral(KVSTEER_DEMO_VECTORS));
+    QVERIFY(changed.wait(kRunTimeoutMs));
+    PlanSettings p;
+    p.ck = 0;
+    p.cv = 16;
+    w_->steeringPanel()->setPlanSettings(p);
+    PatchCanvas* canvas = w_->canvas();
+    canvas->clearAll();
+    canvas->setBrushStrength(1.0);
+    canvas->setTool(PatchCanvas::Tool::Rectangle);
+    stroke(canvas, {{9, 6}, {18, 15}});   // (col, row): rect:6,9,15,18
+    canvas->setTool(PatchCanvas::Tool::Brush);
+    QCOMPARE(canvas->strength().paintedCells(), 100);
+
+    HeatmapPanel* h = w_->heatmapPanel();
+    for (const auto& [metric, name] : {std::pair{Metric::ValueDelta, "value-delta"}, std::pair{Metric::Attention, "attention"}}) {
+        HeatmapSettings s = h->settings();
+        s.metric = metric;
+        s.head = -1;
+        s.steeredRow = true;
+        h->setSettings(s);
+        RunFinished f;
+        QVERIFY(runAndWait(8, &f));
+        QVERIFY2(f.steeredText.contains(QStringLiteral("blue")), qPrintable(f.steeredText));
+        QTRY_VERIFY_WITH_TIMEOUT(h->data().metric == metric && h->data().runId == f.runId &&
+                                     (metric != Metric::Attention || h->data().step == f.steps - 1),
+                                 10000);
+        const QString out = tmp_.filePath(QStringLiteral("%1.npy").arg(QLatin1String(name)));
+        const auto r = runCli({"heatmaps", "--image", image.toStdString(), "--prompt", "What color is the circle?", "--vectors",
+                               KVSTEER_DEMO_VECTORS, "--mask", "rect:6,9,15,18", "--ck", "0", "--cv", "16", "--metric", name,
+                               "--max-new-tokens", "8", "--out", out.toStdString()});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        const std::vector<float> file = readNpy(out);
+        const HeatmapData& d = h->data();
+        QCOMPARE(int(file.size()), d.layers * 24 * 24);
+        double total = 0;
+        for (int l = 0; l < d.layers; ++l)
+            for (int row = 0; row < 24; ++row)
+                for (int c = 0; c < 24; ++c) {
+                    const float want = d.at(l, row, c), got = file[size_t((l * 24 + row) * 24 + c)];
+                    QVERIFY2(std::abs(got - want) <= 1e-6f * std::max(1.0f, std::abs(want)),
+                             qPrintable(QStringLiteral("%1 layer %2 cell (%3, %4): file %5, panel %6").arg(name).arg(l).arg(row).arg(c).arg(got).arg(want)));
+                    total += want;
+                }
+        QVERIFY(total > 0);
+    }
+}
+
 void TestStudio::cleanupTestCase() {
     closeMessageBoxes();
     w_.reset();

@@ -3,9 +3,12 @@
 #include "Error.h"
 #include "models/Model.h"
 #include "generate/Session.h"
+#include "steer/Mask.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/linalg_eigh.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/stack.h>
@@ -13,6 +16,7 @@
 #include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 namespace kvsteer {
@@ -60,27 +64,110 @@ void requireVision(const Model& model) {
     if (!model.hasVision()) throw Error("recipe: model " + model.config().name + " has no vision tower");
 }
 
+// A pair's cell weights [1, N, 1] on its grid: the mask read onto the grid, or all ones.
+at::Tensor pairWeights(const ImagePair& pair, const VisualSpan& span) {
+    if (pair.mask.empty()) return at::ones({1, span.length, 1});
+    at::Tensor w;
+    try {
+        w = loadMask(pair.mask, span.gridHeight, span.gridWidth).clamp(0, 1).reshape({1, -1, 1});
+    } catch (const Error& e) {
+        throw Error("recipe image-pairs: " + pair.where + ": " + e.what());
+    }
+    if (w.sum().item<double>() <= 0) throw Error("recipe image-pairs: " + pair.where + ": the mask " + pair.mask + " paints no cell");
+    return w;
+}
+
 } // namespace
+
+std::vector<ImagePair> loadImagePairs(const std::string& path, const std::string& defaultPrompt) {
+    std::ifstream in(path);
+    if (!in) throw Error("pairs file " + path + ": cannot open");
+    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    // Paths are relative to the pairs file, so a folder of pairs moves as one; a MASK form
+    // (rect:..., tokens:...) is not a path.
+    auto resolve = [&](const std::string& p) {
+        const bool form = p.rfind("rect:", 0) == 0 || p.rfind("tokens:", 0) == 0;
+        return form || std::filesystem::path(p).is_absolute() ? p : (folder / p).string();
+    };
+    std::vector<ImagePair> pairs;
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const std::string where = path + " line " + std::to_string(n);
+        ImagePair pair;
+        try {
+            const auto j = nlohmann::json::parse(line);
+            pair.prompt = j.value("prompt", defaultPrompt);
+            pair.mask = j.contains("mask") ? resolve(j.at("mask").get<std::string>()) : "";
+            const std::string a = resolve(j.at("image_a").get<std::string>()), b = resolve(j.at("image_b").get<std::string>());
+            pair.a = loadImage(a);
+            pair.b = loadImage(b);
+        } catch (const nlohmann::json::exception& e) {
+            throw Error("pairs file " + where + ": expected {\"image_a\": PATH, \"image_b\": PATH, \"prompt\"?: TEXT, \"mask\"?: MASK} (" +
+                        e.what() + ")");
+        } catch (const Error& e) {
+            throw Error("pairs file " + where + ": " + e.what());
+        }
+        if (pair.prompt.empty()) throw Error("pairs file " + where + ": no \"prompt\", and no --prompt for lines without one");
+        pair.where = where;
+        pairs.push_back(std::move(pair));
+    }
+    if (pairs.empty()) throw Error("pairs file " + path + ": no pairs");
+    return pairs;
+}
+
+SteeringVectors extractImagePairs(std::shared_ptr<const Model> model, const std::vector<ImagePair>& pairs, const ExtractOptions& options) {
+    c10::NoGradGuard noGrad;
+    requireVision(*model);
+    if (pairs.empty()) throw Error("recipe image-pairs: no pairs");
+    if (options.perPosition && options.pca) throw Error("recipe image-pairs: a PCA direction and per-position vectors exclude each other");
+    const int layers = model->config().text.numLayers;
+    // Per layer, keys then values: the sum over pairs of each pair's Δ, or (PCA) every pair's
+    // per-position differences, pooled.
+    std::vector<at::Tensor> sum(size_t(2 * layers));
+    std::vector<std::vector<at::Tensor>> pooled(size_t(2 * layers));
+    VisualSpan first;
+    for (size_t i = 0; i < pairs.size(); ++i) {
+        const ImagePair& pair = pairs[i];
+        auto a = prefilled(model, pair.prompt, &pair.a, options.rawPrompt);
+        auto b = prefilled(model, pair.prompt, &pair.b, options.rawPrompt);
+        const VisualSpan& sa = a->snapshot().visualSpan, &sb = b->snapshot().visualSpan;
+        auto grid = [](const VisualSpan& s) { return std::to_string(s.gridHeight) + "x" + std::to_string(s.gridWidth); };
+        const std::string where = pair.where.empty() ? "" : pair.where + ": ";
+        if (sa.gridHeight != sb.gridHeight || sa.gridWidth != sb.gridWidth)   // a family whose grid follows the image size
+            throw Error("recipe image-pairs: " + where + "image A lays out on a " + grid(sa) + " grid and image B on " + grid(sb) +
+                        "; give two images of the same size");
+        if (i == 0) first = sa;
+        else if (sa.gridHeight != first.gridHeight || sa.gridWidth != first.gridWidth)
+            throw Error("recipe image-pairs: " + where + "the images lay out on a " + grid(sa) + " grid, the first pair's on " + grid(first) +
+                        "; every pair must share one grid");
+        const at::Tensor w = pairWeights(pair, sa);
+        for (int l = 0; l < layers; ++l)
+            for (bool keys : {true, false}) {
+                const size_t slot = size_t(2 * l + (keys ? 0 : 1));
+                const at::Tensor diffs = visualKV(*a, l, keys, options.keySpace) - visualKV(*b, l, keys, options.keySpace);   // [H, N, D]
+                if (options.pca) {
+                    pooled[slot].push_back(pair.mask.empty() ? diffs : diffs.index_select(1, at::where(w.reshape({-1}) > 0.5)[0]));
+                    continue;
+                }
+                const at::Tensor delta = options.perPosition ? (diffs * w).contiguous()
+                                         : pair.mask.empty() ? diffs.mean(1)
+                                                             : (diffs * w).sum(1) / w.sum();
+                sum[slot] = i == 0 ? delta : sum[slot] + delta;
+            }
+    }
+    SteeringVectors v = emptyVectors(*model, options.keySpace);
+    for (int l = 0; l < layers; ++l)
+        for (bool keys : {true, false}) {
+            const size_t slot = size_t(2 * l + (keys ? 0 : 1));
+            (keys ? v.keys : v.values)[l] = options.pca ? summarize(at::cat(pooled[slot], 1), true) : sum[slot] / double(pairs.size());
+        }
+    return v;
+}
 
 SteeringVectors extractImagePair(std::shared_ptr<const Model> model, const std::string& question, const ImageU8& imageA,
                                  const ImageU8& imageB, const ExtractOptions& options) {
-    c10::NoGradGuard noGrad;
-    requireVision(*model);
-    if (options.perPosition && options.pca) throw Error("recipe image-pair: a PCA direction and per-position vectors exclude each other");
-    auto a = prefilled(model, question, &imageA, options.rawPrompt);
-    auto b = prefilled(model, question, &imageB, options.rawPrompt);
-    const VisualSpan& sa = a->snapshot().visualSpan, &sb = b->snapshot().visualSpan;
-    if (sa.gridHeight != sb.gridHeight || sa.gridWidth != sb.gridWidth)   // a family whose grid follows the image size
-        throw Error("recipe image-pair: image A lays out on a " + std::to_string(sa.gridHeight) + "x" + std::to_string(sa.gridWidth) +
-                    " grid and image B on " + std::to_string(sb.gridHeight) + "x" + std::to_string(sb.gridWidth) +
-                    "; give two images of the same size");
-    SteeringVectors v = emptyVectors(*model, options.keySpace);
-    for (int l = 0; l < model->config().text.numLayers; ++l)
-        for (bool keys : {true, false}) {
-            at::Tensor diffs = visualKV(*a, l, keys, options.keySpace) - visualKV(*b, l, keys, options.keySpace);
-            (keys ? v.keys : v.values)[l] = options.perPosition ? diffs.contiguous() : summarize(diffs, options.pca);
-        }
-    return v;
+    return extractImagePairs(std::move(model), {ImagePair{imageA, imageB, question, "", ""}}, options);
 }
 
 SteeringVectors extractRegion(std::shared_ptr<const Model> model, const std::string& question, const ImageU8& image,

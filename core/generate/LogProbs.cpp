@@ -1,0 +1,55 @@
+#include "generate/LogProbs.h"
+
+#include "Error.h"
+#include "generate/Session.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/log_softmax.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/topk.h>
+#include <c10/core/GradMode.h>
+
+namespace kvsteer {
+
+namespace {
+
+at::Tensor logSoftmax(const at::Tensor& logits) { return at::log_softmax(logits.reshape({-1}).to(at::kCPU, at::kDouble), 0); }
+
+} // namespace
+
+std::vector<TokenLogProb> topLogProbs(const at::Tensor& logits, int k) {
+    const at::Tensor lp = logSoftmax(logits);
+    const auto [values, indices] = at::topk(lp, std::min<int64_t>(k, lp.numel()));
+    std::vector<TokenLogProb> out;
+    for (int64_t i = 0; i < values.numel(); ++i) out.push_back({indices[i].item<int64_t>(), values[i].item<double>()});
+    return out;
+}
+
+double logProbOf(const at::Tensor& logits, int64_t id) {
+    const at::Tensor lp = logSoftmax(logits);
+    if (id < 0 || id >= lp.numel()) throw Error("logProbOf: token id " + std::to_string(id) + " is outside the vocabulary");
+    return lp[id].item<double>();
+}
+
+double klDivergence(const at::Tensor& logitsP, const at::Tensor& logitsQ) {
+    const at::Tensor p = logSoftmax(logitsP), q = logSoftmax(logitsQ);
+    return at::sum(at::exp(p) * (p - q)).item<double>();
+}
+
+std::vector<double> continuationLogProbs(const Session& session, KVCache cache, int64_t seed, const std::vector<int64_t>& ids,
+                                         const std::vector<at::Tensor>& attentionBias) {
+    c10::NoGradGuard noGrad;
+    ForwardPass pass;
+    pass.attentionBias = attentionBias;   // keys past the bias's length get none: it covers the prompt only
+    std::vector<double> out;
+    int64_t fed = seed;
+    for (int64_t id : ids) {
+        const at::Tensor logits = session.feed(cache, {fed}, &pass);
+        out.push_back(logProbOf(logits, id));
+        fed = id;
+    }
+    return out;
+}
+
+} // namespace kvsteer
