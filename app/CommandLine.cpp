@@ -10,7 +10,7 @@ CommandLine::CommandLine(std::set<std::string> options, std::set<std::string> fl
 void CommandLine::parse(int argc, char** argv, int first) {
     for (int i = first; i < argc; ++i) {
         std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h") throw HelpRequested{};
+        if (arg == "--help" || arg == "-h") throw HelpRequested{options_, flags_};
         if (arg.rfind("--", 0) != 0) {
             if (!positionalAllowed_) throw UsageError("unexpected argument '" + arg + "'");
             positional_.push_back(arg);

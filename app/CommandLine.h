@@ -47,7 +47,10 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// Not an error: the caller answers with the usage text and exit status 0.
-struct HelpRequested {};
+// Not an error: the caller answers with the usage text and exit status 0. It carries the names
+// the parser declares (without "--"), so the caller can check that the usage describes each one.
+struct HelpRequested {
+    std::set<std::string> options, flags;
+};
 
 } // namespace kvsteer

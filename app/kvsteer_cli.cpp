@@ -1,6 +1,7 @@
 // kvsteer — the headless command line: generate, inspect, make-random, extract, steer, sweep
 // and the demo model's commands. `kvsteer --help` and `kvsteer COMMAND --help` print usage and
-// exit 0; a usage error exits 2 with one line and "see: kvsteer COMMAND --help"; every other failure prints
+// exit 0 (1, and a line naming it, if a command's help leaves out an option its parser accepts);
+// a usage error exits 2 with one line and "see: kvsteer COMMAND --help"; every other failure prints
 // "kvsteer: error: <what, where, what was expected>" and exits 1.
 #include "CliOptions.h"
 #include "ColorFlipCommand.h"
@@ -10,6 +11,7 @@
 #include "EvalCommands.h"
 #include "TokenizeCommand.h"
 #include "VectorsCommand.h"
+#include "HeatmapsCommand.h"
 #include "Usage.h"
 #include "Error.h"
 #include "models/ModelRegistry.h"
@@ -138,7 +140,7 @@ Command findCommand(const std::string& name) {
         {"demo-steer", commandDemoSteer}, {"train-demo", commandTrainDemo}, {"eval-demo", evalDemo},
         {"demo-corpus", commandDemoCorpus}, {"demo-images", commandDemoImages}, {"eval", commandEval},
         {"eval-merge", commandEvalMerge},   {"demo-pope", commandDemoPope},     {"tokenize", commandTokenize},
-        {"vectors", commandVectors},
+        {"vectors", commandVectors},     {"heatmaps", commandHeatmaps},
     };
     for (const auto& [n, f] : table)
         if (n == name) return f;
@@ -168,9 +170,14 @@ int main(int argc, char** argv) {
     }
     try {
         return run(argc, argv);
-    } catch (const HelpRequested&) {
-        std::cout << commandUsage(command);
-        return 0;
+    } catch (const HelpRequested& help) {
+        const std::string usage = commandUsage(command);
+        std::cout << usage;
+        // The help must describe every option the command's parser accepts: a miss is a
+        // developer's bug (Usage.cpp / CommandHelp.cpp drifted from the parser), said and failed.
+        const std::vector<std::string> missing = undescribedOptions(usage, help.options, help.flags);
+        for (const std::string& name : missing) std::cerr << "kvsteer: --help of " << command << " does not describe --" << name << "\n";
+        return missing.empty() ? 0 : 1;
     } catch (const UsageError& e) {
         // One line, and where the whole usage is: a wall of help would bury the mistake.
         std::cerr << "kvsteer " << command << ": " << e.what() << "\nsee: kvsteer " << command << " --help\n";

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -45,6 +46,14 @@ class TestCli : public QObject {
         const ProcessResult r = runCli(args);
         if (r.exitCode != 0) throw std::runtime_error("extract failed: " + r.err);
         return out;
+    }
+
+    // Every kvsteer command, for the checks that run each one (--help, the exit-code rule).
+    static const std::vector<std::string>& commands() {
+        static const std::vector<std::string> all = {"generate", "inspect",     "tokenize",   "vectors",    "extract",     "steer",
+                                                     "sweep",    "heatmaps",    "eval",       "eval-merge", "make-random", "demo-steer",
+                                                     "train-demo", "eval-demo", "demo-corpus", "demo-images", "demo-pope"};
+        return all;
     }
 
     // Runs kvsteer and checks exit code 1 and every phrase in stderr.
@@ -375,12 +384,39 @@ private slots:
             const ProcessResult r = runCli(args);
             QVERIFY2(r.exitCode == 1 && r.err.find("kvsteer: error: ") != std::string::npos, (args[0] + ": " + std::to_string(r.exitCode) + " " + r.err).c_str());
         }
-        for (const std::string command : {"generate", "inspect", "tokenize", "extract", "steer", "sweep", "eval", "eval-merge", "make-random",
-                                          "demo-steer", "train-demo", "eval-demo", "demo-corpus", "demo-images", "demo-pope"}) {
+        for (const std::string& command : commands()) {
             const ProcessResult usage = runCli({command, "--bogus"});
             QVERIFY2(usage.exitCode == 2 && usage.err.find("see: kvsteer " + command + " --help") != std::string::npos, (command + ": " + usage.err).c_str());
             const ProcessResult help = runCli({command, "--help"});
             QVERIFY2(help.exitCode == 0 && help.out.find("Exit status: 0 done; 1 bad input or model") != std::string::npos, command.c_str());
+        }
+    }
+
+    // Every command's --help lists its options, and each option that takes a value says its
+    // default or that it is required. (kvsteer itself fails a --help that leaves out an option
+    // its parser accepts: "kvsteer: --help of COMMAND does not describe --name", exit 1.)
+    void helpListsEveryOptionWithItsDefault() {
+        for (const std::string& command : commands()) {
+            const ProcessResult r = runCli({command, "--help"});
+            QVERIFY2(r.exitCode == 0 && r.err.empty(), (command + ": exit " + std::to_string(r.exitCode) + ", " + r.err).c_str());
+            std::vector<std::string> lines;
+            std::istringstream text(r.out);
+            for (std::string line; std::getline(text, line);) lines.push_back(line);
+            int options = 0;
+            for (size_t i = 0; i < lines.size(); ++i) {
+                // An option line: "  --flag ARG   meaning (default: X)", its meaning continued on
+                // lines indented further (a wide flag stands on its own line, the meaning below).
+                if (lines[i].rfind("  --", 0) != 0) continue;
+                ++options;
+                const size_t gap = lines[i].find("  ", 2);
+                const std::string flag = lines[i].substr(2, gap == std::string::npos ? std::string::npos : gap - 2);
+                if (flag.find(' ') == std::string::npos) continue;   // a switch: off unless given
+                std::string entry = lines[i];
+                for (size_t j = i + 1; j < lines.size() && lines[j].rfind("    ", 0) == 0; ++j) entry += " " + lines[j];
+                QVERIFY2(entry.find("default") != std::string::npos || entry.find("required") != std::string::npos,
+                         (command + " --help: " + flag + " says neither its default nor that it is required").c_str());
+            }
+            QVERIFY2(options > 0, (command + " --help lists no options").c_str());
         }
     }
 

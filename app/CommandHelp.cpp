@@ -1,0 +1,480 @@
+// Every command's help: its synopsis, purpose and options list (Usage.h). The option groups that
+// several commands share (model, prompt, steering plan, decoding) are written once here, as the
+// parsers share them (CliOptions.cpp, PlanFlags.cpp). Each default is the one the command's code
+// applies; kvsteer checks at every --help that each option its parser declares is listed.
+#include "Usage.h"
+
+namespace kvsteer {
+
+namespace {
+
+using Options = std::vector<OptionHelp>;
+
+const char* const kDemoModel = "the bundled demo model, resources/demo-model";
+
+// modelOptionNames(): how the model is found and loaded.
+OptionGroup modelGroup(const std::string& modelMeaning = "the model's directory (Hugging Face layout: config.json, the weights' "
+                                                          "*.safetensors, the tokenizer's files)",
+                       const std::string& modelDefault = kDemoModel) {
+    return {"Model",
+            {{"--model DIR", modelMeaning, modelDefault},
+             {"--dtype auto|f32|bf16|f16",
+              "the weights' dtype (float32, bfloat16, float16 too): on CPU how they are stored (compute is float32), on "
+              "CUDA the compute dtype; auto keeps each tensor as the checkpoint stores it (CUDA: float32)",
+              "auto"},
+             {"--device cpu|cuda[:N]", "where the model runs", "cpu"},
+             {"--threads N", "threads of the CPU pool; 0 = all cores", "0"},
+             {"--system TEXT",
+              "the system message of a chat template (Qwen, Llama-3); refused for the families without one",
+              "the checkpoint's: Qwen's own, none for Llama-3"}}};
+}
+
+// --image, --prompt, --raw-prompt as generate, steer, sweep and heatmaps read them.
+OptionGroup inputGroup(const std::string& imageFallback, const std::string& imageMeaning = "the image asked about") {
+    return {"Input",
+            {{"--image FILE", imageMeaning + ": PNG, JPEG, BMP, or a GIF's first frame", imageFallback},
+             {"--prompt TEXT", "the question, laid out in the template of the model's family, listed below", "required"},
+             {"--raw-prompt",
+              "use --prompt as is, without the template: it must then contain \"<image>\" exactly once with an image "
+              "(none without)",
+              ""}}};
+}
+
+// planOptionNames() (but --image/--prompt) and --propagate, read by planOptionsFromFlags into
+// core's PlanOptions; what is unset falls back to the vector file's suggestion, then the default.
+Options planOptions(const std::string& maskFallback = "the vector file's mask, else every image cell at 1; without an image "
+                                                      "tokens:last") {
+    return {
+        {"--vectors FILE",
+         "the steering vectors: a vector file of `extract` or `vectors import`, made for this model (its family and "
+         "grid); the operators add, norm and prerope need one",
+         "none"},
+        {"--mask MASK", "the strength painted on each cell of the grid (MASK forms below)", maskFallback},
+        {"--layers LAYERS",
+         "the layers edited: all, early, middle or late (thirds of the layers), A-B or A; items joined by commas "
+         "are their union (early,10-12)",
+         "the vector file's suggestion, else all"},
+        {"--heads LIST", "the KV heads edited on every chosen layer, comma-separated indices",
+         "every head, or the vector file's head mask"},
+        {"--ck X", "c_k, the strength on the keys: one number, or one per layer, comma-separated",
+         "the vector file's suggestion, else 1"},
+        {"--cv Y", "c_v, the strength on the values, as --ck", "the vector file's suggestion, else 1"},
+        {"--operator add|norm|prerope|scale|spotlight|ablate",
+         "how a cached vector x at a cell of strength s changes, c being c_k on keys and c_v on values, D the "
+         "steering vector: add x += s c D; norm the same, then rescaled to x's norm; prerope keys get D rotated to the "
+         "position (pre-RoPE vectors), values as add; scale x *= 1 + s c; spotlight no edit, s c_k is added to the "
+         "cells' attention logits while decoding; ablate x += s c (target - x), target per --ablate-to",
+         "the vector file's suggestion, else add"},
+        {"--ablate-to mean|zero", "ablate's target: the mean over the visual span, or zero", "mean"},
+        {"--propagate",
+         "recompute the prompt's text after the edit against the edited cache, so the prompt sees the steered image "
+         "(mode propagate); without it the text keeps what it saw of the unsteered image (edit-only)",
+         ""},
+    };
+}
+
+OptionGroup planGroup(Options options) {
+    return {"Steering plan (what is unset comes from the vector file's suggestions, else the default)", std::move(options)};
+}
+
+// generationOptionNames(): the answer's budget and sampling.
+OptionGroup decodingGroup(const std::string& maxNewTokens, const std::string& budget = "the answer's budget in tokens, cut "
+                                                                                        "(with a note) to what the model's "
+                                                                                        "context holds") {
+    return {"Decoding",
+            {{"--max-new-tokens N", budget, maxNewTokens},
+             {"--seed S", "the sampler's seed", "0"},
+             {"--temperature T", "the sampling temperature; 0 decodes greedily", "0"},
+             {"--top-p P", "sample from the smallest set of tokens whose probability reaches P; 1 = no cut", "1"},
+             {"--top-k K", "sample among the K most likely tokens; 0 = no limit", "0"}}};
+}
+
+// sweep declares the sampling options with the steer options, but its atlas decodes greedily.
+OptionGroup greedyDecodingGroup() {
+    OptionGroup g = decodingGroup("32", "each answer's budget in tokens, cut (with a note) to what the context holds");
+    for (size_t i = 1; i < g.options.size(); ++i) {
+        g.options[i].meaning = "accepted with the steer options, unused: the atlas decodes greedily";
+        g.options[i].fallback = "greedy";
+    }
+    return g;
+}
+
+// eval: an item's own mask or box wins over --mask, and a session's plan fills what is unset.
+Options evalPlan() {
+    Options o = planOptions("the session's painted map, else the vector file's mask, else every cell at 1");
+    o[1].meaning = "the strength painted on the cells of items without a mask or box of their own (MASK forms below)";
+    return o;
+}
+
+// heatmaps steers only when asked: without --vectors and --operator the plan edits nothing.
+Options heatmapsPlan() {
+    Options o = planOptions("the vector file's mask, else every cell at 1");
+    o[0].fallback = "none; without --operator too, the plan edits nothing and the maps are the unsteered cache's";
+    return o;
+}
+
+// One command's help; the arguments in CommandHelp's order.
+CommandHelp command(std::string name, std::string purpose, std::vector<std::string> synopsis, std::vector<OptionGroup> groups,
+                    unsigned notes = 0, std::string extra = "", bool demo = false) {
+    return {std::move(name), std::move(purpose), std::move(synopsis), std::move(groups), notes, std::move(extra), demo};
+}
+
+std::vector<CommandHelp> build() {
+    std::vector<CommandHelp> all;
+
+    all.push_back(command("generate", "Answers a question about an image (or a text prompt), streaming the tokens",
+                   {"--model DIR [--image FILE] --prompt TEXT [--raw-prompt] [--system TEXT]",
+                    "[--max-new-tokens N] [--seed S --temperature T --top-p P --top-k K] [--json]",
+                    "[--dump-prefill FILE.safetensors] [--dtype auto|f32|bf16|f16] [--device cpu|cuda]",
+                    "[--threads N]"},
+                   {inputGroup("none: a text-only prompt"),
+                    decodingGroup("64"),
+                    {"Output",
+                     {{"--json",
+                       "print only one JSON object at the end (input_ids, generated_ids, text, stopped_at_eos, "
+                       "image_encode_ms, prefill_ms, decode_tokens_per_s); without it the answer streams",
+                       ""},
+                      {"--dump-prefill FILE.safetensors",
+                       "also write the prefill: input_ids, pixel_values, prefill_last_logits and past_key.<l> / "
+                       "past_value.<l> [1, H_kv, L, D] of the full prompt",
+                       "none"}}},
+                    modelGroup()},
+                   kModelNote | kPromptNote | kJsonNote));
+
+    all.push_back(command("inspect", "Prints the model's family, architecture, sizes, dtypes and prompt template",
+                   {"--model DIR [--system TEXT] [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]"},
+                   {modelGroup("the model to describe")},
+                   kModelNote));
+
+    all.push_back(command("vectors",
+                   "Says what a vector file holds (info), or brings vectors made elsewhere in for a model (import; the "
+                   "raw format is in docs/FORMAT.md)",
+                   {"info FILE",
+                    "import RAW.safetensors --model DIR --out FILE [--key-space post|pre] [--operator OP]",
+                    "[--ck X] [--cv Y] [--layers LAYERS]"},
+                   {{"Subcommands (one of the two)",
+                     {{"info FILE", "print the file's model, family, grid, layers, tensors and suggestions", ""},
+                      {"import RAW.safetensors",
+                       "read steer.keys.<layer> / steer.values.<layer> float32 [H_kv, D] or [H_kv, grid cells, D] and "
+                       "an optional steer.mask [grid_h, grid_w], check them against --model and write them with its "
+                       "metadata to --out",
+                       ""}}},
+                    {"Import",
+                     {{"--out FILE", "the vector file to write", "required with import"},
+                      {"--key-space post|pre",
+                       "the space the raw keys are in: post as cached (after RoPE), pre position-free (before RoPE)",
+                       "pre with --operator prerope, else post"},
+                      {"--operator OP", "the operator the file suggests (add, norm, prerope, scale, spotlight, ablate)",
+                       "prerope for pre-RoPE keys, else add"},
+                      {"--ck X", "the c_k the file suggests: one number, or one per layer", "1"},
+                      {"--cv Y", "the c_v the file suggests", "1"},
+                      {"--layers LAYERS", "the layers the file suggests (all, early, middle, late, A-B, joined by commas)",
+                       "all"}}},
+                    modelGroup("the model the imported vectors are for (import)")},
+                   kModelNote));
+
+    all.push_back(command("tokenize",
+                   "Runs the model's tokenizer (no weights loaded) and prints one JSON line per text:\n"
+                   "{\"text\", \"ids\", \"pieces\"}, each piece its id decoded alone",
+                   {"--model DIR (--text TEXT | --jsonl FILE) [--special]"},
+                   {{"",
+                     {{"--model DIR", "the model whose tokenizer runs", kDemoModel},
+                      {"--text TEXT", "one text to tokenize", "required: --text or --jsonl"},
+                      {"--jsonl FILE", "one {\"text\": ...} object per line, one output line each", "required: --text or --jsonl"},
+                      {"--special",
+                       "add what the family adds to a prompt (BOS where it has one); without it the ids are HF's "
+                       "tokenizer(text, add_special_tokens=False)",
+                       ""}}}},
+                   kModelNote));
+
+    all.push_back(command("extract", "Computes steering vectors with a recipe and writes them to a file that names the model, its family and grid",
+         {"--model DIR --recipe image-pair|image-pairs|region|text-pairs [--prompt TEXT]",
+          "(--image-a FILE --image-b FILE | --image FILE --mask MASK | --pairs FILE.jsonl)",
+          "[--raw-prompt] [--pca] [--per-position] [--key-space post|pre]",
+          "--out VECTORS.safetensors [--operator OP] [--ck X] [--cv Y] [--layers LAYERS]"},
+         {{"Recipe",
+           {{"--recipe image-pair|image-pairs|region|text-pairs",
+             "image-pair: one pair of images, A - B over the visual positions; image-pairs: the mean over the pairs of "
+             "--pairs; region: one image, the painted region's mean minus the rest's; text-pairs: cache steering, "
+             "positive - negative at each pair's last token",
+             "required"},
+            {"--prompt TEXT",
+             "the question the images are asked with, in the family's template (below); image-pairs: the prompt of "
+             "lines without one; text-pairs: unused",
+             "required for image-pair and region"},
+            {"--raw-prompt", "use --prompt as is, without the template (it must contain \"<image>\" once)", ""},
+            {"--image-a FILE", "image-pair: the image the vectors point toward (PNG, JPEG, BMP, GIF)",
+             "required for image-pair"},
+            {"--image-b FILE", "image-pair: the image they point away from", "required for image-pair"},
+            {"--image FILE", "region: the image", "required for region"},
+            {"--mask MASK", "region: the painted region (MASK forms below)", "required for region"},
+            {"--pairs FILE.jsonl",
+             "image-pairs: one {\"image_a\": PATH, \"image_b\": PATH, \"prompt\"?: TEXT, \"mask\"?: MASK} per line, "
+             "paths relative to the file's folder (resources/examples/red-to-blue/pairs.jsonl); text-pairs: one "
+             "{\"positive\": TEXT, \"negative\": TEXT} per line, each a full prompt used as is",
+             "required for image-pairs and text-pairs"},
+            {"--pca",
+             "the first principal direction of the individual differences instead of their mean (per position over "
+             "all pairs for images, per pair for text), aligned with the mean and scaled to its length",
+             ""},
+            {"--per-position", "keep one vector per grid cell ([H_kv, cells, D]) instead of one per head ([H_kv, D])", ""},
+            {"--key-space post|pre", "keys as cached (post: after RoPE) or rotated back to position-free (pre)",
+             "pre with --operator prerope, else post"}}},
+          {"Output",
+           {{"--out VECTORS.safetensors", "the vector file: the model's name, family and grid, the recipe and its inputs",
+             "required"},
+            {"--operator OP", "the operator the file suggests to steer (add, norm, prerope, scale, spotlight, ablate)",
+             "prerope for pre-RoPE keys, else add"},
+            {"--ck X", "the c_k the file suggests: one number, or one per layer", "1"},
+            {"--cv Y", "the c_v the file suggests", "1"},
+            {"--layers LAYERS", "the layers the file suggests (all, early, middle, late, A-B, joined by commas)", "all"}}},
+          modelGroup()},
+         kModelNote | kPromptNote | kMaskNote,
+         "image-pairs: the vector is the mean over the pairs of (A - B) over the visual positions (over the line's\n"
+         "mask cells when it gives one); pairs whose images lay out on different grids are an error naming the line.\n"));
+
+    all.push_back(command("steer",
+                   "Decodes the answer with and without a steering plan, side by side (on the image's cells, or without an "
+                   "image on the prompt's tokens)",
+                   {"--model DIR [--image FILE] --prompt TEXT [--raw-prompt] [--vectors FILE] [--mask MASK]",
+                    "[--layers LAYERS] [--heads LIST] [--ck X] [--cv Y] [--ablate-to mean|zero] [--propagate]",
+                    "[--operator add|norm|prerope|scale|spotlight|ablate] [--max-new-tokens N]",
+                    "[--json] [--logprobs K] [--target TEXT]"},
+                   {inputGroup("none: a text-only prompt, steered on its tokens"),
+                    planGroup(planOptions()),
+                    decodingGroup("32"),
+                    {"Output",
+                     {{"--json",
+                       "print only one JSON object: both answers' ids and text, the plan as applied and where each part "
+                       "came from, first_step_kl (KL(unsteered || steered) of the first answer token's distributions, in "
+                       "nats), max_new_tokens, edit_ms, decode_ms; without it the plan goes to stderr and the steered "
+                       "answer streams",
+                       ""},
+                      {"--logprobs K",
+                       "with --json: for each generated step, the top K tokens of each stream with their log-probs; 0 "
+                       "leaves them out",
+                       "5"},
+                      {"--target TEXT",
+                       "the log-prob of TEXT as the answer, teacher-forced, under the unsteered and the steered cache, "
+                       "and steered minus unsteered (in --json's object, else printed)",
+                       "none"}}},
+                    modelGroup()},
+                   kModelNote | kPromptNote | kMaskNote | kJsonNote));
+
+    Options sweepPlan;
+    for (const OptionHelp& o : planOptions())
+        if (o.flag.rfind("--layers", 0) != 0 && o.flag.rfind("--ck", 0) != 0 && o.flag.rfind("--cv", 0) != 0) sweepPlan.push_back(o);
+    all.push_back(command("sweep",
+                   "Runs the steering atlas: one row per setting (the product of --layers, --ck and --cv items), each\n"
+                   "decoded greedily, --batch cells per forward pass, and marked same / different / degenerate against\n"
+                   "the unsteered answer (degenerate: no EOS within the budget, a word repeated, half the tokens\n"
+                   "repeats, or an empty answer, where the unsteered answer shows none of it)",
+                   {"(the steer options) --ck LIST --cv LIST --layers all|early|middle|late|A-B,...",
+                    "[--batch 1..8] [--csv | --json]"},
+                   {inputGroup("none: a text-only prompt, steered on its tokens"),
+                    {"Settings (their product; one row each)",
+                     {{"--layers LIST", "one setting per item: all, early, middle, late (thirds of the layers), A-B or A",
+                       "all"},
+                      {"--ck LIST", "c_k values, one setting each", "the plan's: the vector file's suggestion, else 1"},
+                      {"--cv LIST", "c_v values, one setting each", "the plan's: the vector file's suggestion, else 1"},
+                      {"--batch N", "cells per forward pass, 1..8; 1 decodes each cell alone", "8"}}},
+                    planGroup(sweepPlan),
+                    greedyDecodingGroup(),
+                    {"Output (default: a Markdown table, the unsteered answer first)",
+                     {{"--csv", "CSV instead: layers,ck,cv,outcome,changed,repetition,distinct,eos,text", ""},
+                      {"--json", "one JSON object instead: the unsteered answer and every cell (docs/cli.md)", ""}}},
+                    modelGroup()},
+                   kModelNote | kPromptNote | kMaskNote | kJsonNote));
+
+    all.push_back(command("heatmaps",
+                   "Writes the studio's per-layer heatmaps over the image's grid for a prompt and an optional steering plan",
+                   {"--model DIR --image FILE --prompt TEXT [--raw-prompt] (the steer plan options)",
+                    "[--metric key-norm|value-norm|key-delta|value-delta|value-cosine|attention]",
+                    "[--head H] [--stream steered|unsteered] [--step N] [--max-new-tokens N]",
+                    "--out FILE.npy|.csv|.png"},
+                   {inputGroup("required", "the image whose grid is mapped"),
+                    planGroup(heatmapsPlan()),
+                    {"Heatmap",
+                     {{"--metric key-norm|value-norm|key-delta|value-delta|value-cosine|attention",
+                       "key-norm, value-norm: |K|, |V| at each cell; key-delta, value-delta: |steered - unsteered|, the "
+                       "edit the plan made; value-cosine: the cosine of V with the layer's steering vector (0 without "
+                       "one); attention: the attention the decode step pays each cell",
+                       "value-delta"},
+                      {"--head H", "mean, or a KV head index (attention: the mean over the query heads that share it)",
+                       "mean: the mean over heads"},
+                      {"--stream steered|unsteered", "which cache the norm, cosine and attention maps read", "steered"},
+                      {"--step N", "the decode step (0, 1, ...) whose attention is written", "the last"},
+                      {"--out FILE",
+                       ".npy float32 [layers, grid_h, grid_w], .csv with columns layer,row,col,value, or .png: the "
+                       "layers as tiles in rows of 8, each scaled to its own max",
+                       "required"}}},
+                    decodingGroup("8", "the answer decoded to capture attention (both answers go to stderr)"),
+                    modelGroup()},
+                   kModelNote | kPromptNote | kMaskNote));
+
+    all.push_back(command("eval",
+                   "Scores a steering setting on a dataset (JSONL: POPE's question_id/image/text/label, or\n"
+                   "id/image/question/answer with an optional mask or box): every item answered unsteered and steered,\n"
+                   "both scored, the differences with paired-bootstrap 95 % intervals and McNemar's p. The image's\n"
+                   "prefix is computed once for all its questions (causal families); rows of several questions\n"
+                   "decode as one batch. Items go to DIR/items.jsonl as they finish: the same command continues a\n"
+                   "stopped or killed run; SIGINT/SIGTERM stop after the current batch",
+                   {"--data FILE.jsonl [--images DIR] --out DIR [--metric pope|exact|contains] [--batch 2..8]",
+                    "[--shard K/N] [--session FILE.kvsession] [--no-prefix-reuse] [--skip-bad] [--json]",
+                    "(the steer options: --vectors --mask --layers --heads --ck --cv --operator --ablate-to",
+                    "--propagate --max-new-tokens)"},
+                   {{"Dataset and run",
+                     {{"--data FILE.jsonl", "the items, one JSON object a line", "required"},
+                      {"--images DIR", "where the items' relative image and mask paths are found", "the data file's folder"},
+                      {"--out DIR",
+                       "run.json, items.jsonl (as items finish), summary.json, summary.csv, metrics.svg; a folder of the "
+                       "same run is continued",
+                       "required"},
+                      {"--metric pope|exact|contains",
+                       "pope: the answer's yes/no against the label (accuracy, precision, recall, F1, yes ratio); exact: "
+                       "the normalised answer equals a reference; contains: a reference occurs in it as whole words",
+                       "pope"},
+                      {"--batch N", "rows per forward pass, 2..8 (two per question)", "8"},
+                      {"--shard K/N", "only the items whose id hashes to K mod N (eval-merge joins the shards)",
+                       "0/1: every item"},
+                      {"--session FILE.kvsession",
+                       "a studio session's plan, painted map and vectors (and its model, without --model); a plan "
+                       "option given as well wins over the session's value",
+                       "none"},
+                      {"--no-prefix-reuse", "compute each question's image prefix anew instead of once per image", ""},
+                      {"--skip-bad",
+                       "record bad lines and items in the output and evaluate the rest, instead of stopping at the first",
+                       ""},
+                      {"--json", "print the summary as one JSON object instead of the table", ""}}},
+                    planGroup(evalPlan()),
+                    decodingGroup("32", "each answer's budget in tokens"),
+                    modelGroup("the model's directory", "the session's model (--session), else the bundled demo model")},
+                   kMaskNote | kJsonNote));
+
+    all.push_back(command("eval-merge",
+                   "Merges the folders of an eval's shards into the summary one unsharded run gives (refuses\n"
+                   "shards of another run, missing or incomplete shards, and items in two shards)",
+                   {"--out DIR SHARD_DIR... [--json]"},
+                   {{"",
+                     {{"SHARD_DIR...", "the shards' --out folders, every shard 0..N-1 once", ""},
+                      {"--out DIR", "the merged run: run.json, the items in dataset order and the summary", "required"},
+                      {"--json", "print the summary as one JSON object instead of the table", ""}}}},
+                   kJsonNote));
+
+    all.push_back(command("make-random", "Writes a model of a preset's real shapes with random weights (for bench)",
+                   {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b",
+                    "--out DIR [--dtype f32|f16|bf16] [--tokenizer-from DIR] [--seed S] [--shard-gb G]"},
+                   {{"",
+                     {{"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b",
+                       "the shapes to copy", "required"},
+                      {"--dtype f32|f16|bf16", "the weights' dtype on disk", "f16"},
+                      {"--out DIR", "the model directory to write", "required"},
+                      {"--tokenizer-from DIR",
+                       "where the tokenizer's files come from; llama-3.1-8b needs a directory with Llama-3's "
+                       "tokenizer.json (a Llama-3 checkpoint's, or ../shared/reference/tiny-llama3)",
+                       "the bundled demo model's, for the LLaVA presets"},
+                      {"--seed S", "the random weights' seed", "0"},
+                      {"--shard-gb G", "the largest shard, in GiB (> 0)", "2"}}}}));
+
+    all.push_back(command("demo-steer", "Runs the demo model's red->blue flip, painted on the circle vs on background",
+                   {"[--model DIR] [--pairs K] [--n N] [--seed S] [--ck LIST] [--cv LIST]",
+                    "[--mode edit-only|propagate|both] [--save-vectors FILE]"},
+                   {{"",
+                     {{"--pairs K", "image pairs the red->blue vectors are extracted from (extraction seed 0)", "16"},
+                      {"--n N", "held-out scenes measured per setting", "100"},
+                      {"--seed S", "the held-out scenes' seed (0 is the extraction's and refused)", "1"},
+                      {"--ck LIST", "c_k values, comma-separated, one table row each", "0"},
+                      {"--cv LIST", "c_v values, comma-separated, one table row each", "8"},
+                      {"--mode edit-only|propagate|both", "which modes are measured", "both"},
+                      {"--save-vectors FILE",
+                       "also write the extracted vectors as a vector file (suggesting add and the first c_k and c_v)",
+                       "none"}}},
+                    modelGroup()},
+                   kModelNote, "", true));
+
+    all.push_back(command("train-demo", "Trains the bundled demo model",
+                   {"--out DIR --tokenizer-dir DIR [--minutes M] [--steps N] [--seed S] [--batch B]",
+                    "[--lr X] [--threads N] [--validate-every N] [--log-every N] [--curriculum A,B,C]",
+                    "[--dtype f32|f16] [--vision-steps N] [--vision-lr X] [--vision-fraction F]",
+                    "[--vision-lr-scale X] [--grounding W] [--sizes 9 ints] [--types LIST]"},
+                   {{"",
+                     {{"--out DIR", "the llava-hf model directory to write", "required"},
+                      {"--tokenizer-dir DIR", "holds spm_train's tokenizer.model (its JSON files are written there if absent)",
+                       "required"},
+                      {"--minutes M", "the wall-clock budget; training stops when it is spent",
+                       "60 without --steps, else none"},
+                      {"--steps N", "optimizer steps; 0 = as many as the budget allows", "0"},
+                      {"--seed S", "the training scenes', init's and order's seed", "0"},
+                      {"--batch B", "images per optimizer step, each with all its questions", "8"},
+                      {"--lr X", "the peak learning rate (cosine schedule)", "0.002"},
+                      {"--threads N", "CPU threads", "1"},
+                      {"--validate-every N", "steps between validations (teacher-forced exact match); 0 = never", "200"},
+                      {"--log-every N", "steps between progress lines", "10"},
+                      {"--curriculum A,B,C",
+                       "fractions of the run in [0,1]: one shape until A, at most two until B, big shapes shrinking "
+                       "until C",
+                       "0.05,0.15,0.1"},
+                      {"--dtype f32|f16", "model.safetensors' dtype on disk", "f32"},
+                      {"--vision-steps N", "stage 0, the vision tower's pretraining: its steps", "6000"},
+                      {"--vision-lr X", "stage 0's peak learning rate", "0.002"},
+                      {"--vision-fraction F", "the share of --minutes stage 0 may use at most", "0.25"},
+                      {"--vision-lr-scale X", "stage 1: the tower's learning rate relative to the rest; 0 freezes it", "0"},
+                      {"--grounding W", "the grounding loss's weight (attention mass on the answer's cells); 0 = off", "1"},
+                      {"--sizes LIST",
+                       "9 integers: vision hidden,layers,heads,mlp, text hidden,layers,heads,kv heads,mlp",
+                       "64,4,2,128,128,4,4,2,352"},
+                      {"--types LIST",
+                       "train only these question types, comma-separated: color, shape, count, exists, position, describe",
+                       "all six"}}}},
+                   0, "", true));
+
+    all.push_back(command("eval-demo", "Measures the demo model's accuracy on fresh ShapeWorld scenes",
+                   {"[--model DIR] [--n N] [--seed S] [--max-new-tokens N] [--threads N] [--json]",
+                    "[--show-failures K]"},
+                   {{"",
+                     {{"--model DIR", "the demo model's directory", kDemoModel},
+                      {"--n N", "scenes (each with its questions)", "500"},
+                      {"--seed S", "the eval scenes' seed, < 2^30 (never a training scene)", "0"},
+                      {"--max-new-tokens N", "each answer's budget; a cut-off answer counts as wrong", "16"},
+                      {"--threads N", "threads of the CPU pool; 0 = all cores", "0"},
+                      {"--show-failures K", "misses listed after the table", "10"},
+                      {"--json", "print one JSON object: per question type and overall accuracy", ""}}}},
+                   kModelNote, "", true));
+
+    all.push_back(command("demo-corpus", "Writes the text spm_train learns the demo tokenizer from",
+                   {"--out FILE [--scenes N] [--seed S]"},
+                   {{"",
+                     {{"--out FILE", "the text file to write", "required"},
+                      {"--scenes N", "scenes described", "20000"},
+                      {"--seed S", "the scenes' seed", "0"}}}},
+                   0, "", true));
+
+    all.push_back(command("demo-images", "Writes a few ShapeWorld PNGs, e.g. the red/blue circle pair",
+                   {"--out DIR [--pair-seed S --pair-index N]"},
+                   {{"",
+                     {{"--out DIR", "red_circle.png, blue_circle.png (the circle's grid mask in index.json), scene_0..3.png",
+                       "required"},
+                      {"--pair-seed S", "which steering scene becomes the circle pair: its seed", "0"},
+                      {"--pair-index N", "and its index", "0"}}}},
+                   0, "", true));
+
+    all.push_back(command("demo-pope",
+                   "Writes a POPE-style set on fresh ShapeWorld scenes: per scene one \"Is there a <colour> <shape>?\" per\n"
+                   "shape (yes) and as many absent ones (no: random, popular, adversarial), each with a box",
+                   {"--out DIR [--images N] [--seed S]"},
+                   {{"",
+                     {{"--out DIR", "DIR/images/scene_<i>.png and DIR/pope.jsonl (image paths relative to DIR)", "required"},
+                      {"--images N", "scenes, >= 1", "50"},
+                      {"--seed S", "the scenes' seed", "1"}}}},
+                   0, "", true));
+    return all;
+}
+
+} // namespace
+
+const std::vector<CommandHelp>& commandHelps() {
+    static const std::vector<CommandHelp> all = build();
+    return all;
+}
+
+} // namespace kvsteer
