@@ -6,6 +6,7 @@
 //     click; editing the question keeps the last token painted; text-pair vectors computed in the
 //     Steering panel change the answer; ‖ΔV‖ is drawn over the tokens and is non-zero exactly on
 //     the painted one; the brush paints the chip under the pointer;
+//   - tiny-llama3 loads (its template refuses an image) and runs on its token strip;
 //   - back on tiny-qwen2vl, the image set aside by the text model returns, and Run answers about it.
 //
 // torch (through the core) before any Qt header.
@@ -178,6 +179,23 @@ private Q_SLOTS:
         QCOMPARE(h.cols, n);
         for (int l = 0; l < h.layers; ++l)
             for (int i = 0; i < n; ++i) QCOMPARE(h.at(l, 0, i) > 0, i == n - 1);
+    }
+
+    // Llama-3 (text only, a chat template that refuses an image) loads, shows its template and
+    // runs on the token strip like Qwen2.
+    void llama3LoadsAndRuns() {
+        const int errorsBefore = w_->errorCount();
+        QVERIFY(openModel(QString::fromStdString(referenceLlama3Dir())));
+        QCOMPARE(w_->modelInfo().family, QStringLiteral("Llama-3"));
+        QVERIFY(w_->modelInfo().textOnly());
+        QVERIFY2(w_->modelInfo().promptTemplate.contains(QStringLiteral("<|start_header_id|>user<|end_header_id|>")),
+                 qPrintable(w_->modelInfo().promptTemplate));
+        w_->promptPanel()->setPrompt(QStringLiteral("Tell me about the weather"));
+        const auto model = loadModel(referenceLlama3Dir());
+        QVERIFY(stripOf(int(buildPrompt(*model, "Tell me about the weather", false, nullptr).ids.size()) - 1));
+        QVERIFY2(runAndWait(4), qPrintable(w_->lastErrorText()));
+        QCOMPARE(w_->streamView()->tokens(false).size(), 4);
+        QCOMPARE(w_->errorCount(), errorsBefore);
     }
 
     // Back to the vision model: the image set aside returns on its own grid, and Run answers

@@ -167,7 +167,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         m.directory = directory;
         m.name = qs(c.name);
         m.family = qs(model->familyName());
-        m.promptTemplate = qs(model->applyTemplate("{question}", true));
+        m.promptTemplate = qs(model->applyTemplate("{question}", model->hasVision()));   // a text-only family refuses an image
         m.dtype = qs(model->weightsDtype());
         m.device = settings.device;
         m.configHash = qs(c.configHash);
