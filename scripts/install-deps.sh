@@ -7,6 +7,7 @@ packages=(
   libtorch-dev libopenblas0-pthread             # libtorch; OpenBLAS behind libblas.so.3 (reference BLAS is ~50x slower)
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libstb-dev nlohmann-json3-dev
+  python3-numpy                                 # test_cli: a vector file written by plain Python (docs/FORMAT.md)
   libsentencepiece-dev sentencepiece            # spm_train/spm_encode: the demo tokenizer and the tokenizer tests
   libpcre2-dev libicu-dev                       # byte-level BPE (Qwen2): the pre-tokenizer regex (PCRE2), NFC (ICU unorm2)
   xvfb xauth imagemagick                        # the studio screenshot script

@@ -261,14 +261,15 @@ private slots:
                     {cut, "steer.values.1", "100 positions", "16x16 grid has 256 cells"});
     }
 
-    // Vectors written by plain Python (numpy + safetensors: bare steer.* tensors, no metadata, as
-    // docs/FORMAT.md shows) import for a model and steer exactly like the file they came from.
+    // Vectors written by plain Python (numpy, bare steer.* tensors, no metadata: the shipped
+    // resources/examples/python/raw_vectors.py, following docs/FORMAT.md) import for a model and
+    // steer exactly like the file they came from. Debian's python3 with python3-numpy
+    // (scripts/install-deps.sh).
     void vectorsFromPythonImportAndSteerAlike() {
-        const SafeTensorsFile original(KVSTEER_DEMO_VECTORS);
-        std::vector<NamedTensor> bare;
-        for (const auto& name : original.names()) bare.push_back({name, original.tensor(name)});
         const std::string raw = tmp_.filePath("from-python.safetensors").toStdString();
-        writeSafeTensors(raw, bare);
+        const ProcessResult python = runProgram("/usr/bin/python3", {KVSTEER_EXAMPLES_DIR "/python/raw_vectors.py", KVSTEER_DEMO_VECTORS, raw});
+        QVERIFY2(python.exitCode == 0, (python.out + python.err).c_str());
+        QVERIFY(SafeTensorsFile(raw).metadata().empty());
         const std::string imported = tmp_.filePath("imported.safetensors").toStdString();
         ProcessResult r = runCli({"vectors", "import", raw, "--out", imported, "--ck", "0", "--cv", "16"});
         QVERIFY2(r.exitCode == 0, r.err.c_str());
