@@ -67,4 +67,9 @@ void noteBudgetCut(int asked, int cut, int64_t promptTokens, int64_t context) {
               << context << "-token context\n";
 }
 
+std::string tokenText(const Tokenizer& tokenizer, int64_t id) {
+    if (id < 0 || id >= tokenizer.vocabSize()) return "<id " + std::to_string(id) + ">";
+    return tokenizer.decode({id}, false);
+}
+
 } // namespace kvsteer

@@ -21,6 +21,9 @@ std::shared_ptr<Model> loadModel(const CommandLine& cl);   // from --model (see 
 // `directory` with the command line's load options; --system refused for a family without one.
 std::shared_ptr<Model> loadModelFrom(const std::string& directory, const CommandLine& cl);
 GenerationOptions generationOptions(const CommandLine& cl, int defaultMaxNewTokens);
+// One token's text as the CLI shows it (special tokens included); a model's vocabulary can be
+// larger than its tokenizer's (Qwen pads it), and such an id shows as "<id N>".
+std::string tokenText(const Tokenizer& tokenizer, int64_t id);
 // Says on stderr (stdout stays the answer or the JSON) that --max-new-tokens was cut to fit.
 void noteBudgetCut(int asked, int cut, int64_t promptTokens, int64_t context);
 

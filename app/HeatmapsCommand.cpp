@@ -98,7 +98,7 @@ int commandHeatmaps(int argc, char** argv) {
     std::cerr << "wrote " << cl.get("out") << ": " << heatMetricName(metric) << " of the " << stream << " run, " << maps.size(0) << " layers x "
               << maps.size(1) << "x" << maps.size(2) << " cells, " << (head < 0 ? std::string("mean over KV heads") : "KV head " + std::to_string(head));
     if (metric == HeatMetric::Attention)
-        std::cerr << ", attention of step " << attention.step << " (token " << attention.id << " '" << model->tokenizer().decode({attention.id}, false) << "')";
+        std::cerr << ", attention of step " << attention.step << " (token " << attention.id << " '" << tokenText(model->tokenizer(), attention.id) << "')";
     std::cerr << "\n";
     return 0;
 }

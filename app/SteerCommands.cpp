@@ -140,7 +140,7 @@ struct StepLogProbs {
             if (t.id < 0 || !t.logits) continue;   // the stream has ended
             nlohmann::ordered_json top = nlohmann::ordered_json::array();
             for (const TokenLogProb& c : topLogProbs(*t.logits, topK))
-                top.push_back({{"id", c.id}, {"token", tokenizer.decode({c.id}, false)}, {"logprob", c.logProb}});
+                top.push_back({{"id", c.id}, {"token", tokenText(tokenizer, c.id)}, {"logprob", c.logProb}});
             steps[s].push_back({{"step", ev.step}, {"id", t.id}, {"logprob", logProbOf(*t.logits, t.id)}, {"top", top}});
         }
     }

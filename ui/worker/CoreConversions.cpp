@@ -90,6 +90,8 @@ QImage toQImage(const ImageU8& img) {
 
 // A token piece as a person reads it: "▁blue" → " blue", "<0x0A>" → "↵".
 QString readablePiece(const Tokenizer& tok, int64_t id) {
+    // A model's vocabulary can be larger than its tokenizer's (Qwen pads it): such an id has no text.
+    if (id < 0 || id >= tok.vocabSize()) return QStringLiteral("⟨%1⟩").arg(id);
     QString p = qs(tok.piece(id));
     if (p.size() == 6 && p.startsWith(QLatin1String("<0x")) && p.endsWith(QLatin1Char('>'))) {
         bool ok = false;
@@ -160,7 +162,7 @@ StreamToken streamToken(const TokenEvent& ev, const Tokenizer& tok) {
             Alternative a;
             a.id = ids.data_ptr<int64_t>()[i];
             a.probability = values.data_ptr<float>()[i];
-            a.text = a.id < tok.vocabSize() ? readablePiece(tok, a.id) : QStringLiteral("⟨%1⟩").arg(a.id);
+            a.text = readablePiece(tok, a.id);
             t.top.push_back(a);
         }
     }
