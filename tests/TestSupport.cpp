@@ -95,14 +95,17 @@ std::string newerName(const std::string& n) {
 } // namespace
 
 void writeConvertedCopy(const std::string& sourceDir, const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes,
-                        const std::string& configJson) {
+                        const std::string& configJson, c10::ScalarType roundedTo) {
     copyModelMetadata(dir, sourceDir);
     const SafeTensorsFile source(sourceDir + "/model.safetensors");
     std::vector<TensorSpec> layout;
     for (const auto& name : source.names()) layout.push_back({newerName(name), source.info(name).shape});
     size_t i = 0;
     const auto names = source.names();
-    writeCheckpoint(dir, layout, dtype, maxShardBytes, [&](const TensorSpec&) { return source.tensor(names[i++]); });
+    writeCheckpoint(dir, layout, dtype, maxShardBytes, [&](const TensorSpec&) {
+        const at::Tensor t = source.tensor(names[i++]);
+        return roundedTo == c10::ScalarType::Undefined ? t : t.to(roundedTo).to(at::kFloat);
+    });
     std::ofstream(fs::path(dir) / "config.json", std::ios::trunc) << configJson;
 }
 
@@ -151,6 +154,26 @@ void writeConvertedQwen2Vl(const std::string& dir, c10::ScalarType dtype, int64_
   "vision_config": {"depth": 2, "embed_dim": 32, "hidden_size": 64, "mlp_ratio": 2, "num_heads": 2}
 }
 )");
+}
+
+std::string referenceQwen25VlDir() { return referenceDir() + "/tiny-qwen25vl"; }
+
+void writeConvertedQwen25Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes, c10::ScalarType roundedTo) {
+    // The hub's form: Qwen2_5_VLConfig's defaults left out (hidden_act silu, the patch sizes,
+    // spatial_merge_size 2, window_size 112).
+    writeConvertedCopy(referenceQwen25VlDir(), dir, dtype, maxShardBytes, R"({
+  "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+  "model_type": "qwen2_5_vl",
+  "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "tie_word_embeddings": true, "vocab_size": 3072,
+  "bos_token_id": 3000, "eos_token_id": 3002, "image_token_id": 3012, "video_token_id": 3013,
+  "vision_start_token_id": 3009, "vision_end_token_id": 3010, "vision_token_id": 3011,
+  "rope_theta": 1000000.0, "rope_scaling": {"mrope_section": [2, 3, 3], "type": "mrope"},
+  "torch_dtype": "bfloat16",
+  "vision_config": {"depth": 4, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 64,
+                    "fullatt_block_indexes": [1, 3], "in_chans": 3, "tokens_per_second": 4}
+}
+)", roundedTo);
 }
 
 void writePlainLlamaFromReference(const std::string& dir) {

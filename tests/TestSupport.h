@@ -48,8 +48,9 @@ void copyModelMetadata(const std::string& dir, const std::string& source = refer
 // A checkpoint directory `source` rewritten in `dir` the way real downloads look: `dtype`
 // tensors under the newer transformers names (model.language_model.*, model.vision_tower.*,
 // model.multi_modal_projector.*), sharded at maxShardBytes, with `configJson` as config.json.
+// With `roundedTo` set, the weights are rounded through it first (a float32 twin of a 16-bit copy).
 void writeConvertedCopy(const std::string& source, const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes,
-                        const std::string& configJson);
+                        const std::string& configJson, c10::ScalarType roundedTo = c10::ScalarType::Undefined);
 // The reference checkpoint written as a float16 (or other dtype) copy in `dir`: newer
 // transformers tensor names, sharded into several files, and a config.json trimmed to the
 // non-default keys (like a real download).
@@ -58,6 +59,11 @@ void writeConvertedReferenceModel(const std::string& dir, c10::ScalarType dtype,
 void writeConvertedPaliGemma(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
 // The same for tiny-qwen2vl (transformers >= 4.52 names: model.language_model.*, model.visual.*).
 void writeConvertedQwen2Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
+std::string referenceQwen25VlDir();         // ../shared/reference/tiny-qwen25vl
+// tiny-qwen25vl in the hub's flat config dialect (text fields at the top level, rope_theta,
+// rope_scaling, vision_config.in_chans), trimmed to what differs from transformers' defaults.
+void writeConvertedQwen25Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes,
+                            c10::ScalarType roundedTo = c10::ScalarType::Undefined);
 // The reference checkpoint's language model alone, as a plain Llama directory (model_type llama,
 // model.* and lm_head.weight names), for text-only use.
 void writePlainLlamaFromReference(const std::string& dir);

@@ -421,6 +421,7 @@ private slots:
         const std::string same = tmp_.filePath("same").toStdString();
         if (model_->config().modelType == "paligemma") writeConvertedPaliGemma(same, at::kBFloat16, 256 * 1024);
         else if (model_->config().modelType == "qwen2_vl") writeConvertedQwen2Vl(same, at::kBFloat16, 256 * 1024);
+        else if (model_->config().modelType == "qwen2_5_vl") writeConvertedQwen25Vl(same, at::kBFloat16, 256 * 1024);
         else writeConvertedReferenceModel(same, at::kHalf, 3 * 1024 * 1024);
         loadSteeringFile(path, *loadModel(same));
         // ...a model of another family is refused, naming both...
@@ -520,9 +521,11 @@ int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
     TestSteering llava(referenceModelDir(), referencePaliGemmaDir(), "red_square_336x336.png");
     TestSteering paligemma(referencePaliGemmaDir(), referenceModelDir(), "red_square_336x336.png");
-    TestSteering qwen2vl(referenceQwen2VlDir(), referenceModelDir(), "gradient_500x300.png");   // 10x18 grid
+    // Qwen2-VL and Qwen2.5-VL (10x18 grids) refuse each other's vector files.
+    TestSteering qwen2vl(referenceQwen2VlDir(), referenceQwen25VlDir(), "gradient_500x300.png");
+    TestSteering qwen25vl(referenceQwen25VlDir(), referenceQwen2VlDir(), "gradient_500x300.png");
     int failed = 0;
-    for (TestSteering* t : {&llava, &paligemma, &qwen2vl}) failed += QTest::qExec(t, argc, argv);
+    for (TestSteering* t : {&llava, &paligemma, &qwen2vl, &qwen25vl}) failed += QTest::qExec(t, argc, argv);
     return failed;
 }
 #include "test_steering.moc"

@@ -7,7 +7,8 @@
 //     Steering panel change the answer; ‖ΔV‖ is drawn over the tokens and is non-zero exactly on
 //     the painted one; the brush paints the chip under the pointer;
 //   - tiny-llama3 loads (its template refuses an image) and runs on its token strip;
-//   - back on tiny-qwen2vl, the image set aside by the text model returns, and Run answers about it.
+//   - back on tiny-qwen2vl, the image set aside by the text model returns, and Run answers about it;
+//   - tiny-qwen25vl opens that image on its 10x18 grid and answers with the reference's ids.
 //
 // torch (through the core) before any Qt header.
 #include "TestSupport.h"
@@ -38,9 +39,9 @@ namespace {
 QString qwen2VlDir() { return QString::fromStdString(referenceQwen2VlDir()); }
 QString qwen2Dir() { return QString::fromStdString(referenceDir() + "/tiny-qwen2"); }
 
-// The reference case `name` of expected-qwen2vl: its question and 20 greedy ids.
-QJsonObject referenceCase(const QString& name) {
-    QFile f(QString::fromStdString(referenceDir() + "/expected-qwen2vl/summary.json"));
+// The reference case `name` of expected-qwen2vl (or another expected-* folder): its question and 20 greedy ids.
+QJsonObject referenceCase(const QString& name, const char* folder = "expected-qwen2vl") {
+    QFile f(QString::fromStdString(referenceDir() + "/" + folder + "/summary.json"));
     if (!f.open(QIODevice::ReadOnly)) return {};
     for (const QJsonValue& c : QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("cases")).toArray())
         if (c.toObject().value(QStringLiteral("name")).toString() == name) return c.toObject();
@@ -210,6 +211,24 @@ private Q_SLOTS:
         QVERIFY(!w_->canvas()->isTokenStrip());
         QCOMPARE(w_->canvas()->gridRows(), 10);
         QCOMPARE(w_->canvas()->gridCols(), 18);
+        w_->promptPanel()->setPrompt(c.value(QStringLiteral("user_text")).toString());
+        QVERIFY2(runAndWait(20), qPrintable(w_->lastErrorText()));
+        QVector<qint64> expected;
+        for (const QJsonValue& id : c.value(QStringLiteral("greedy_ids")).toArray()) expected << id.toInteger();
+        QCOMPARE(ids(w_->streamView()->tokens(false)), expected);
+        QCOMPARE(w_->errorCount(), errorsBefore);
+    }
+
+    // Qwen2.5-VL (window attention in its tower) opens the same image on its 10x18 grid and
+    // answers with the reference's ids.
+    void qwen25VlAnswersLikeTheReference() {
+        const QJsonObject c = referenceCase(QStringLiteral("gradient"), "expected-qwen25vl");
+        QVERIFY2(!c.isEmpty(), "expected-qwen25vl/summary.json has no gradient case");
+        const int errorsBefore = w_->errorCount();
+        QVERIFY(openModel(QString::fromStdString(referenceQwen25VlDir())));
+        QCOMPARE(w_->modelInfo().family, QStringLiteral("Qwen2.5-VL"));
+        QVERIFY(QTest::qWaitFor([&] { return w_->canvas()->hasImage() && w_->canvas()->gridCols() == 18; }, kLoadTimeoutMs));
+        QCOMPARE(w_->canvas()->gridRows(), 10);
         w_->promptPanel()->setPrompt(c.value(QStringLiteral("user_text")).toString());
         QVERIFY2(runAndWait(20), qPrintable(w_->lastErrorText()));
         QVector<qint64> expected;

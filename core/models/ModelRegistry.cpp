@@ -9,6 +9,7 @@
 #include "models/paligemma/PaliGemmaModel.h"
 #include "models/qwen2vl/Qwen2VlConfig.h"
 #include "models/qwen2vl/Qwen2VlModel.h"
+#include "models/qwen25vl/Qwen25VlConfig.h"
 
 #include <filesystem>
 
@@ -20,6 +21,7 @@ namespace {
 
 ModelConfig paliGemmaConfig(const std::string& text, const std::string& where) { return parsePaliGemmaConfig(text, where).model; }
 ModelConfig qwen2VlConfig(const std::string& text, const std::string& where) { return parseQwen2VlConfig(text, where).model; }
+ModelConfig qwen25VlConfig(const std::string& text, const std::string& where) { return parseQwen25VlConfig(text, where).model; }
 
 template <typename Family>
 std::shared_ptr<Model> loadAs(const std::string& directory, const LoadOptions& options) {
@@ -71,6 +73,9 @@ const std::vector<ModelFamily>& modelFamilies() {
         {"qwen2_vl", "Qwen2-VL", true, "dynamic h/28 x w/28 grid, chat template with the default system prompt, image in the user turn: "
                      "<|vision_start|><|image_pad|>xN<|vision_end|>{q}, causal prompt, M-RoPE positions",
          qwen2VlConfig, loadAs<Qwen2VlModel>},
+        {"qwen2_5_vl", "Qwen2.5-VL", true, "as Qwen2-VL (grid, template, M-RoPE); its vision tower attends in 112-px windows "
+                       "except in a few full-attention blocks",
+         qwen25VlConfig, loadAs<Qwen2VlModel>},
         {"qwen2", "Qwen2 / Qwen2.5", false, "text-only: chat template with the default system prompt, causal prompt", qwen2VlConfig,
          loadAs<Qwen2VlModel>},
     };

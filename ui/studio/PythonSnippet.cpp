@@ -25,7 +25,7 @@ struct Family {
     const char* imageToken;   // the config attribute holding the image token's id; nullptr: text only (the token strip)
     PromptKind prompt;
     bool prefixLm;            // the prompt attends to itself both ways (PaliGemma)
-    bool mrope;               // M-RoPE positions, passed explicitly (Qwen2-VL)
+    bool mrope;               // M-RoPE positions, passed explicitly (Qwen2-VL, Qwen2.5-VL)
     const char* about;        // the family's prompt and positions, for a comment
 };
 
@@ -36,6 +36,8 @@ constexpr Family kFamilies[] = {
      "prefix-LM prompt (it attends to itself both ways), image tokens first, positions 1, 2, 3, ..."},
     {"Qwen2-VL", "Qwen2VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true,
      "causal prompt, M-RoPE positions (given explicitly below)"},
+    {"Qwen2.5-VL", "Qwen2_5_VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true,
+     "causal prompt, M-RoPE positions (given explicitly below; an image's are Qwen2-VL's)"},
     {"Qwen2", "AutoModelForCausalLM", nullptr, PromptKind::ChatTemplate, false, false,
      "text only, causal prompt; the plan steers the prompt's own tokens (the token strip)"},
     {"Llama-3", "AutoModelForCausalLM", nullptr, PromptKind::ChatTemplate, false, false,

@@ -2,10 +2,13 @@
 // vision_config of a Qwen2-VL config.json (transformers' Qwen2VLVisionConfig). transformers
 // writes only the keys that differ from the class defaults, so the defaults below (Qwen2-VL-7B's
 // tower) are part of the format. hidden_size is the merger's OUTPUT width (= the decoder's
-// hidden size), not the ViT width, which is embed_dim.
+// hidden size), not the ViT width, which is embed_dim. Qwen2.5-VL's tower is the same struct with
+// its own keys (qwen25vl/Qwen25VlConfig.h reads them) and the fields marked "Qwen2.5-VL".
 #include "io/ConfigJson.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace kvsteer {
 
@@ -23,8 +26,20 @@ struct Qwen2VisionConfig {
     // Not in the config: transformers hard-codes eps 1e-6 for every LayerNorm of the tower.
     double layerNormEps = 1e-6;
 
+    // Qwen2.5-VL: RMSNorm (norm1, norm2, the merger's ln_q) and a SwiGLU MLP with biases
+    // (gate_proj, up_proj, down_proj) of intermediateSize; attention inside windows of windowSize
+    // pixels a side, except in the blocks listed in fullAttentionBlocks.
+    bool rmsNormSwiGlu = false;
+    int intermediateSize = 0;                 // 0: embed_dim * mlp_ratio (Qwen2-VL)
+    int windowSize = 0;                       // 0: every block attends over the whole frame
+    std::vector<int> fullAttentionBlocks;
+
     int headDim() const { return embedDim / numHeads; }
-    int mlpHidden() const { return static_cast<int>(embedDim * mlpRatio); }
+    int mlpHidden() const { return intermediateSize > 0 ? intermediateSize : static_cast<int>(embedDim * mlpRatio); }
+    int windowCells() const { return windowSize / (patchSize * spatialMergeSize); }   // merged cells a window side
+    bool windowed(int block) const {
+        return windowSize > 0 && std::find(fullAttentionBlocks.begin(), fullAttentionBlocks.end(), block) == fullAttentionBlocks.end();
+    }
     int64_t patchDim() const { return static_cast<int64_t>(inChannels) * temporalPatchSize * patchSize * patchSize; }   // 1176
     int mergeUnit() const { return spatialMergeSize * spatialMergeSize; }   // patches per visual token
     int mergerWidth() const { return embedDim * mergeUnit(); }              // the merger's input/hidden width

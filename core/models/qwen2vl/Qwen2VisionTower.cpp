@@ -3,10 +3,15 @@
 #include "Error.h"
 #include "io/Checkpoint.h"
 #include "models/qwen2vl/Qwen2VisionRope.h"
+#include "models/qwen25vl/VisionWindows.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cos.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/tensor.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/matmul.h>
@@ -40,7 +45,7 @@ Qwen2VisionTower::Qwen2VisionTower(const Qwen2VisionConfig& config, const Checkp
     patchWeight_ = loadWeight(ckpt, "vision.patch_embed.proj.weight", {e, c, t, p, p}, format).view({e, config.patchDim()});
     for (int i = 0; i < config.depth; ++i) blocks_.push_back(loadBlock(ckpt, i, format, small));
     lnQWeight_ = loadWeight(ckpt, "vision.merger.ln_q.weight", {e}, small);
-    lnQBias_ = loadWeight(ckpt, "vision.merger.ln_q.bias", {e}, small);
+    if (!config.rmsNormSwiGlu) lnQBias_ = loadWeight(ckpt, "vision.merger.ln_q.bias", {e}, small);
     mergerFc1_ = loadLinear(ckpt, "vision.merger.mlp.0.weight", {merged, merged}, format);
     mergerFc1Bias_ = loadWeight(ckpt, "vision.merger.mlp.0.bias", {merged}, small);
     mergerFc2_ = loadLinear(ckpt, "vision.merger.mlp.2.weight", {hidden, merged}, format);
@@ -52,13 +57,22 @@ Qwen2VisionTower::Block Qwen2VisionTower::loadBlock(const Checkpoint& ckpt, int 
     const int64_t e = config_.embedDim, m = config_.mlpHidden();
     Block b;
     b.norm1Weight = loadWeight(ckpt, blockName(i, "norm1.weight"), {e}, small);
-    b.norm1Bias = loadWeight(ckpt, blockName(i, "norm1.bias"), {e}, small);
     b.norm2Weight = loadWeight(ckpt, blockName(i, "norm2.weight"), {e}, small);
-    b.norm2Bias = loadWeight(ckpt, blockName(i, "norm2.bias"), {e}, small);
     b.qkv = loadLinear(ckpt, blockName(i, "attn.qkv.weight"), {3 * e, e}, format);   // rows: q, k, v; each head-major
     b.qkvBias = loadWeight(ckpt, blockName(i, "attn.qkv.bias"), {3 * e}, small);
     b.proj = loadLinear(ckpt, blockName(i, "attn.proj.weight"), {e, e}, format);
     b.projBias = loadWeight(ckpt, blockName(i, "attn.proj.bias"), {e}, small);
+    if (config_.rmsNormSwiGlu) {
+        b.gate = loadLinear(ckpt, blockName(i, "mlp.gate_proj.weight"), {m, e}, format);
+        b.gateBias = loadWeight(ckpt, blockName(i, "mlp.gate_proj.bias"), {m}, small);
+        b.up = loadLinear(ckpt, blockName(i, "mlp.up_proj.weight"), {m, e}, format);
+        b.upBias = loadWeight(ckpt, blockName(i, "mlp.up_proj.bias"), {m}, small);
+        b.down = loadLinear(ckpt, blockName(i, "mlp.down_proj.weight"), {e, m}, format);
+        b.downBias = loadWeight(ckpt, blockName(i, "mlp.down_proj.bias"), {e}, small);
+        return b;
+    }
+    b.norm1Bias = loadWeight(ckpt, blockName(i, "norm1.bias"), {e}, small);
+    b.norm2Bias = loadWeight(ckpt, blockName(i, "norm2.bias"), {e}, small);
     b.fc1 = loadLinear(ckpt, blockName(i, "mlp.fc1.weight"), {m, e}, format);
     b.fc1Bias = loadWeight(ckpt, blockName(i, "mlp.fc1.bias"), {m}, small);
     b.fc2 = loadLinear(ckpt, blockName(i, "mlp.fc2.weight"), {e, m}, format);
@@ -81,7 +95,7 @@ at::Tensor Qwen2VisionTower::embedPatches(const at::Tensor& pixelValues) const {
 }
 
 at::Tensor Qwen2VisionTower::attention(const at::Tensor& y, const Block& b, const at::Tensor& cos, const at::Tensor& sin,
-                                       int64_t frameLength) const {
+                                       const std::vector<int64_t>& segments) const {
     const int64_t n = y.size(0), heads = config_.numHeads, d = config_.headDim();
     const at::Tensor qkv = applyLinear(y, b.qkv, b.qkvBias).view({n, 3, heads, d});
     const at::Tensor q = applyVisionRope(qkv.select(1, 0), cos, sin).transpose(0, 1);   // [heads, N, d]
@@ -89,29 +103,41 @@ at::Tensor Qwen2VisionTower::attention(const at::Tensor& y, const Block& b, cons
     const at::Tensor v = qkv.select(1, 2).transpose(0, 1);
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
     at::Tensor out = at::empty({heads, n, d}, y.options());
-    // Each frame attends to itself only (block-diagonal; an image is one frame). Queries go in
-    // chunks so the scores stay bounded for large images.
-    const int64_t chunk = std::max<int64_t>(1, kScoreElements / (heads * frameLength));
-    for (int64_t start = 0; start < n; start += frameLength) {
-        const at::Tensor kf = k.narrow(1, start, frameLength), vf = v.narrow(1, start, frameLength);
-        for (int64_t row = 0; row < frameLength; row += chunk) {
-            const int64_t rows = std::min(chunk, frameLength - row);
-            const at::Tensor scores = at::matmul(q.narrow(1, start + row, rows), kf.transpose(1, 2)) * scale;   // [heads, rows, L]
+    // Each segment (a frame, or a window) attends to itself only: block-diagonal, non-causal.
+    // Queries go in chunks so the scores stay bounded for large images.
+    int64_t start = 0;
+    for (const int64_t length : segments) {
+        const int64_t chunk = std::max<int64_t>(1, kScoreElements / (heads * length));
+        const at::Tensor ks = k.narrow(1, start, length), vs = v.narrow(1, start, length);
+        for (int64_t row = 0; row < length; row += chunk) {
+            const int64_t rows = std::min(chunk, length - row);
+            const at::Tensor scores = at::matmul(q.narrow(1, start + row, rows), ks.transpose(1, 2)) * scale;   // [heads, rows, L]
             const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(y.scalar_type());
-            out.narrow(1, start + row, rows).copy_(at::matmul(probs, vf));
+            out.narrow(1, start + row, rows).copy_(at::matmul(probs, vs));
         }
+        start += length;
     }
     return applyLinear(out.transpose(0, 1).reshape({n, heads * d}), b.proj, b.projBias);   // [N, E]
 }
 
+// LayerNorm (Qwen2-VL) or RMSNorm in float32 (Qwen2.5-VL, as transformers' Qwen2RMSNorm), eps 1e-6.
+at::Tensor Qwen2VisionTower::norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const {
+    if (!config_.rmsNormSwiGlu) return at::layer_norm(x, {config_.embedDim}, weight, bias, config_.layerNormEps);
+    const at::Tensor x32 = x.to(at::kFloat);
+    const at::Tensor normed = x32 * at::rsqrt(x32.pow(2).mean(-1, true) + config_.layerNormEps);
+    return weight * normed.to(x.scalar_type());
+}
+
+at::Tensor Qwen2VisionTower::mlp(const at::Tensor& y, const Block& b) const {
+    if (config_.rmsNormSwiGlu) return applyLinear(at::silu(applyLinear(y, b.gate, b.gateBias)) * applyLinear(y, b.up, b.upBias), b.down, b.downBias);
+    const at::Tensor h = applyLinear(y, b.fc1, b.fc1Bias);
+    return applyLinear(h * at::sigmoid(1.702 * h), b.fc2, b.fc2Bias);   // quick_gelu
+}
+
 at::Tensor Qwen2VisionTower::block(const at::Tensor& x, const Block& b, const at::Tensor& cos, const at::Tensor& sin,
-                                   int64_t frameLength) const {
-    const int64_t e = config_.embedDim;
-    const double eps = config_.layerNormEps;
-    const at::Tensor r = x + attention(at::layer_norm(x, {e}, b.norm1Weight, b.norm1Bias, eps), b, cos, sin, frameLength);
-    const at::Tensor h = applyLinear(at::layer_norm(r, {e}, b.norm2Weight, b.norm2Bias, eps), b.fc1, b.fc1Bias);
-    const at::Tensor act = h * at::sigmoid(1.702 * h);   // quick_gelu
-    return r + applyLinear(act, b.fc2, b.fc2Bias);
+                                   const std::vector<int64_t>& segments) const {
+    const at::Tensor r = x + attention(norm(x, b.norm1Weight, b.norm1Bias), b, cos, sin, segments);
+    return r + mlp(norm(r, b.norm2Weight, b.norm2Bias), b);
 }
 
 at::Tensor Qwen2VisionTower::runBlocks(const at::Tensor& x, const GridThw& grid, Trace* trace) const {
@@ -121,18 +147,39 @@ at::Tensor Qwen2VisionTower::runBlocks(const at::Tensor& x, const GridThw& grid,
                     "] patch embeddings for the grid");
     const at::Tensor angles = visionRotaryAngles(patchPositions(grid, config_.spatialMergeSize), config_.headDim());   // [N, d/2]
     if (trace) trace->rotaryAngles = angles;
-    const at::Tensor onDevice = angles.to(format_.device);
-    const at::Tensor cos = at::cos(onDevice), sin = at::sin(onDevice);   // float32, as transformers keeps them
-    at::Tensor h = x;
-    for (const Block& b : blocks_) h = block(h, b, cos, sin, grid.patchesPerFrame());
-    return h;
+    const std::vector<int64_t> frames(size_t(grid.t), grid.patchesPerFrame());
+    if (config_.windowSize == 0) {
+        const at::Tensor onDevice = angles.to(format_.device);
+        const at::Tensor cos = at::cos(onDevice), sin = at::sin(onDevice);   // float32, as transformers keeps them
+        at::Tensor h = x;
+        for (const Block& b : blocks_) h = block(h, b, cos, sin, frames);
+        return h;
+    }
+    // Window attention: the rows (and their rotary angles) regrouped window by window, a cell's
+    // merge-unit rows staying together; the blocks; the rows put back.
+    const int64_t unit = config_.mergeUnit(), m = config_.spatialMergeSize;
+    const VisionWindows w = visionWindows(grid.t, grid.h / m, grid.w / m, config_.windowCells());
+    std::vector<int64_t> rowOrder;
+    for (int64_t cell : w.cellOrder)
+        for (int64_t j = 0; j < unit; ++j) rowOrder.push_back(cell * unit + j);
+    std::vector<int64_t> windows;
+    for (int64_t cells : w.windowCells) windows.push_back(cells * unit);
+    const at::Tensor order = at::tensor(rowOrder, at::kLong);
+    const at::Tensor onDevice = angles.index_select(0, order).to(format_.device);
+    const at::Tensor cos = at::cos(onDevice), sin = at::sin(onDevice);
+    const at::Tensor toDevice = order.to(format_.device);
+    at::Tensor h = x.index_select(0, toDevice);
+    for (size_t i = 0; i < blocks_.size(); ++i) h = block(h, blocks_[i], cos, sin, config_.windowed(int(i)) ? windows : frames);
+    at::Tensor back = at::empty_like(h);
+    back.index_copy_(0, toDevice, h);   // row rowOrder[i] of the listing is row i of the window order
+    return back;
 }
 
 at::Tensor Qwen2VisionTower::merge(const at::Tensor& blockOutput) const {
     const int64_t e = config_.embedDim, unit = config_.mergeUnit();
     if (blockOutput.dim() != 2 || blockOutput.size(1) != e || blockOutput.size(0) % unit != 0)
         throw Error("Qwen2-VL patch merger: expected [N, " + std::to_string(e) + "] with N a multiple of " + std::to_string(unit));
-    const at::Tensor normed = at::layer_norm(blockOutput, {e}, lnQWeight_, lnQBias_, config_.layerNormEps);
+    const at::Tensor normed = norm(blockOutput, lnQWeight_, lnQBias_);
     // Consecutive rows are one merged cell, so a view concatenates them: [N / unit, unit * E].
     const at::Tensor cells = normed.reshape({blockOutput.size(0) / unit, unit * e});
     const at::Tensor h = at::gelu(applyLinear(cells, mergerFc1_, mergerFc1Bias_));   // exact (erf) GELU

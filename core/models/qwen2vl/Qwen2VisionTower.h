@@ -9,6 +9,12 @@
 //   -> PatchMerger: ln_q, every merge^2 consecutive rows (one 2x2 cell) concatenated,
 //      Linear -> erf GELU -> Linear
 //   -> image features [N / merge^2, hidden_size]: visual token k is merged cell (k / w', k % w').
+// Qwen2.5-VL's tower is the same pipeline with three changes (Qwen2VisionConfig::rmsNormSwiGlu):
+// RMSNorm for norm1, norm2 and ln_q; a SwiGLU MLP with biases, down(silu(gate(x)) * up(x)); and
+// window attention — the patches regrouped window by window (qwen25vl/VisionWindows.h) before
+// the blocks, each block not in fullatt_block_indexes attending only inside its window, and the
+// rows put back in listing order after the last block (the merger works per cell, so merging
+// before or after putting them back is the same).
 // Weights are read as vision.* (visual.* / model.visual.* on disk) in the WeightFormat: 16-bit
 // matrices stay mmap views that kvsteer's kernels widen; norms and biases are kept in the compute
 // dtype.
@@ -48,20 +54,30 @@ public:
 
 private:
     struct Block {
-        at::Tensor norm1Weight, norm1Bias, norm2Weight, norm2Bias;
-        LinearWeight qkv, proj, fc1, fc2;
-        at::Tensor qkvBias, projBias, fc1Bias, fc2Bias;
+        at::Tensor norm1Weight, norm1Bias, norm2Weight, norm2Bias;   // no biases with RMSNorm
+        LinearWeight qkv, proj;
+        at::Tensor qkvBias, projBias;
+        LinearWeight fc1, fc2;                  // Qwen2-VL: fc2(quick_gelu(fc1(x)))
+        at::Tensor fc1Bias, fc2Bias;
+        LinearWeight gate, up, down;            // Qwen2.5-VL: down(silu(gate(x)) * up(x))
+        at::Tensor gateBias, upBias, downBias;
     };
     Block loadBlock(const Checkpoint& ckpt, int index, const WeightFormat& format, const WeightFormat& small) const;
-    at::Tensor block(const at::Tensor& x, const Block& b, const at::Tensor& cos, const at::Tensor& sin, int64_t frameLength) const;
-    at::Tensor attention(const at::Tensor& y, const Block& b, const at::Tensor& cos, const at::Tensor& sin, int64_t frameLength) const;
+    // `segments`: lengths of the consecutive runs of rows that attend among themselves (a frame,
+    // or a window).
+    at::Tensor block(const at::Tensor& x, const Block& b, const at::Tensor& cos, const at::Tensor& sin,
+                     const std::vector<int64_t>& segments) const;
+    at::Tensor attention(const at::Tensor& y, const Block& b, const at::Tensor& cos, const at::Tensor& sin,
+                         const std::vector<int64_t>& segments) const;
+    at::Tensor mlp(const at::Tensor& y, const Block& b) const;
+    at::Tensor norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const;
     void checkInput(const at::Tensor& pixelValues, const GridThw& grid) const;
 
     Qwen2VisionConfig config_;
     WeightFormat format_;
     at::Tensor patchWeight_;   // [embed_dim, patchDim]: the Conv3d kernel flattened
     std::vector<Block> blocks_;
-    at::Tensor lnQWeight_, lnQBias_;
+    at::Tensor lnQWeight_, lnQBias_;   // no bias with RMSNorm
     LinearWeight mergerFc1_, mergerFc2_;   // [4E, 4E], [hidden, 4E]
     at::Tensor mergerFc1Bias_, mergerFc2Bias_;
 };

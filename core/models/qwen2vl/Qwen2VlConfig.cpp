@@ -53,46 +53,36 @@ std::string canonicalJson(const Qwen2VlConfig& q) {
               {"text", {t.vocabSize, t.hiddenSize, t.intermediateSize, t.numLayers, t.numHeads, t.numKvHeads, t.headDim,
                         t.rmsNormEps, t.ropeTheta, t.maxPositionEmbeddings, t.tieWordEmbeddings, t.mropeSection}}};
     if (c.hasVision)
-        j["vision"] = {v.depth, v.embedDim, v.numHeads, v.mlpRatio, v.hiddenSize, v.patchSize, v.temporalPatchSize, v.spatialMergeSize,
+        j["vision"] = {v.depth, v.embedDim, v.numHeads, v.mlpHidden(), v.hiddenSize, v.patchSize, v.temporalPatchSize, v.spatialMergeSize,
                        c.imageTokenIndex};
+    if (v.rmsNormSwiGlu) j["windows"] = {v.windowSize, v.fullAttentionBlocks};
     return j.dump();
 }
 
 } // namespace
 
-Qwen2VlConfig parseQwen2VlConfig(const std::string& text, const std::string& where) {
-    json j = parseObject(text, where);
-    Qwen2VlConfig q;
-    ModelConfig& c = q.model;
-    readKey(j, "_name_or_path", c.name, where);
-    readKey(j, "model_type", c.modelType, where);
-    requireOneOf(c.modelType, {"qwen2_vl", "qwen2"}, "model_type", where);
-    const bool vl = c.modelType == "qwen2_vl";
-    bool slidingWindow = false;
-    readKey(j, "use_sliding_window", slidingWindow, where);
-    if (slidingWindow) throw Error(where + ": use_sliding_window true is not supported (expected false)");
+TextConfig qwen2TextDefaults(bool vl) { return qwen2Defaults(vl); }
 
-    std::vector<int> sections = mropeSections(j, where, vl);
-    c.text = parseText(j, where, qwen2Defaults(vl));
+std::vector<int> readMropeSections(json& j, const std::string& where, bool vl) { return mropeSections(j, where, vl); }
+
+void finishQwenVlConfig(Qwen2VlConfig& q, const std::vector<int>& sections, const json& top, const std::string& where) {
+    ModelConfig& c = q.model;
     requireOneOf(c.text.hiddenAct, {"silu"}, "hidden_act", where);
     c.text.qkvBiasOnly = true;   // q/k/v projections have biases, o_proj and the MLP none
     c.text.mropeSection = sections;
     int sum = 0;
     for (int s : sections) sum += s;
     if (!sections.empty() && sum * 2 != c.text.headDim)
-        throw Error(where + ": rope_scaling.mrope_section sums to " + std::to_string(sum) + " frequencies; head_dim " +
-                    std::to_string(c.text.headDim) + " has " + std::to_string(c.text.headDim / 2));
-
-    c.hasVision = vl;
-    if (vl) {
-        q.vision = parseQwen2VisionConfig(subObject(j, "vision_config", where), where);
+        throw Error(where + ": mrope_section sums to " + std::to_string(sum) + " frequencies; head_dim " + std::to_string(c.text.headDim) +
+                    " has " + std::to_string(c.text.headDim / 2));
+    if (c.hasVision) {
         if (q.vision.hiddenSize != c.text.hiddenSize)
-            throw Error(where + ": vision_config.hidden_size " + std::to_string(q.vision.hiddenSize) + " contradicts hidden_size " +
+            throw Error(where + ": the vision tower's output width " + std::to_string(q.vision.hiddenSize) + " contradicts hidden_size " +
                         std::to_string(c.text.hiddenSize) + " (the merger writes image features into the decoder's rows)");
         c.imageTokenIndex = 151655;
         q.visionStartTokenId = 151652;
-        readKey(j, "image_token_id", c.imageTokenIndex, where);
-        readKey(j, "vision_start_token_id", q.visionStartTokenId, where);
+        readKey(top, "image_token_id", c.imageTokenIndex, where);
+        readKey(top, "vision_start_token_id", q.visionStartTokenId, where);
         if (c.imageTokenIndex < 0 || c.imageTokenIndex >= c.text.vocabSize)
             throw Error(where + ": image_token_id " + std::to_string(c.imageTokenIndex) + " is outside the vocabulary");
         // The tower as ModelConfig describes towers (for the memory estimate and `inspect`); the
@@ -107,6 +97,25 @@ Qwen2VlConfig parseQwen2VlConfig(const std::string& text, const std::string& whe
         v.hiddenAct = q.vision.hiddenAct;
     }
     c.configHash = semanticHash(canonicalJson(q));
+}
+
+Qwen2VlConfig parseQwen2VlConfig(const std::string& text, const std::string& where) {
+    json j = parseObject(text, where);
+    Qwen2VlConfig q;
+    ModelConfig& c = q.model;
+    readKey(j, "_name_or_path", c.name, where);
+    readKey(j, "model_type", c.modelType, where);
+    requireOneOf(c.modelType, {"qwen2_vl", "qwen2"}, "model_type", where);
+    const bool vl = c.modelType == "qwen2_vl";
+    bool slidingWindow = false;
+    readKey(j, "use_sliding_window", slidingWindow, where);
+    if (slidingWindow) throw Error(where + ": use_sliding_window true is not supported (expected false)");
+
+    const std::vector<int> sections = mropeSections(j, where, vl);
+    c.text = parseText(j, where, qwen2Defaults(vl));
+    c.hasVision = vl;
+    if (vl) q.vision = parseQwen2VisionConfig(subObject(j, "vision_config", where), where);
+    finishQwenVlConfig(q, sections, j, where);
     return q;
 }
 

@@ -4,6 +4,7 @@
 #include "io/Checkpoint.h"
 #include "models/qwen2vl/Qwen2VlConfig.h"
 #include "models/qwen2vl/QwenChatTemplate.h"
+#include "models/qwen25vl/Qwen25VlConfig.h"
 
 #include <ATen/ops/arange.h>
 #include <ATen/ops/zeros.h>
@@ -20,7 +21,11 @@ namespace fs = std::filesystem;
 std::shared_ptr<Qwen2VlModel> Qwen2VlModel::load(const std::string& directory, const LoadOptions& options) {
     if (!fs::is_directory(directory)) throw Error("model directory " + directory + ": does not exist or is not a directory");
     const std::string where = "config " + (fs::path(directory) / "config.json").string();
-    Qwen2VlConfig parsed = parseQwen2VlConfig(readConfigJson(directory), where);
+    const std::string text = readConfigJson(directory);
+    // Qwen2.5-VL: the same model with another tower (and config dialects).
+    std::string modelType;
+    configjson::readKey(configjson::parseObject(text, where), "model_type", modelType, where);
+    Qwen2VlConfig parsed = modelType == "qwen2_5_vl" ? parseQwen25VlConfig(text, where) : parseQwen2VlConfig(text, where);
     std::shared_ptr<Qwen2VlModel> m(new Qwen2VlModel());
     if (parsed.model.hasVision) {
         const fs::path pre = fs::path(directory) / "preprocessor_config.json";
@@ -110,12 +115,18 @@ std::string Qwen2VlModel::positionRule() const {
 std::string Qwen2VlModel::describeVision() const {
     std::ostringstream o;
     const Qwen2VisionConfig& v = vision_->config();
-    o << "vision       Qwen2-VL ViT: dynamic resolution (" << imageConfig_.minPixels << " .. " << imageConfig_.maxPixels
+    o << "vision       " << familyName() << " ViT: dynamic resolution (" << imageConfig_.minPixels << " .. " << imageConfig_.maxPixels
       << " px, sides multiples of " << imageConfig_.factor() << "), patch " << v.patchSize << " x " << v.temporalPatchSize
-      << " frames; hidden " << v.embedDim << ", MLP " << v.mlpHidden() << ", " << v.depth << " blocks, " << v.numHeads
-      << " heads, 2D RoPE\n";
-    o << "merger       2x2 patches -> LayerNorm -> Linear -> GELU -> Linear(" << v.hiddenSize << "); grid h/28 x w/28, up to "
-      << config_.imageSeqLength() << " tokens\n";
+      << " frames; hidden " << v.embedDim << ", " << (v.rmsNormSwiGlu ? "RMSNorm, SwiGLU MLP " : "MLP ") << v.mlpHidden() << ", "
+      << v.depth << " blocks, " << v.numHeads << " heads, 2D RoPE\n";
+    if (v.windowSize > 0) {
+        o << "windows      attention inside " << v.windowCells() << "x" << v.windowCells() << "-cell windows (" << v.windowSize
+          << " px), whole image in blocks";
+        for (int b : v.fullAttentionBlocks) o << " " << b;
+        o << "\n";
+    }
+    o << "merger       2x2 patches -> " << (v.rmsNormSwiGlu ? "RMSNorm" : "LayerNorm") << " -> Linear -> GELU -> Linear(" << v.hiddenSize
+      << "); grid h/28 x w/28, up to " << config_.imageSeqLength() << " tokens\n";
     return o.str();
 }
 

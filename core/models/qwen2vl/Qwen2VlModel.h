@@ -10,7 +10,8 @@
 //              the image resumes at the largest position + 1. Decoding continues at
 //              cache index + rope delta (kept with the cache as positionOffset).
 // Prefill is causal over the whole prompt, image tokens included. A "qwen2" directory is the
-// same decoder alone with plain RoPE (text only).
+// same decoder alone with plain RoPE (text only). A "qwen2_5_vl" directory (Qwen2.5-VL) is this
+// model with Qwen2.5-VL's tower: RMSNorm, SwiGLU and window attention (Qwen2VisionTower.h).
 #include "models/Model.h"
 #include "models/qwen2vl/Qwen2VisionTower.h"
 #include "models/qwen2vl/Qwen2VlImageProcessor.h"
@@ -23,7 +24,9 @@ class Qwen2VlModel : public Model {
 public:
     static std::shared_ptr<Qwen2VlModel> load(const std::string& directory, const LoadOptions& options = {});
 
-    std::string familyName() const override { return config_.hasVision ? "Qwen2-VL" : "Qwen2"; }
+    std::string familyName() const override {
+        return config_.modelType == "qwen2_5_vl" ? "Qwen2.5-VL" : config_.hasVision ? "Qwen2-VL" : "Qwen2";
+    }
     std::string imageTag() const override { return "<|image_pad|>"; }
     std::string applyTemplate(const std::string& question, bool withImage) const override;
     bool takesSystemMessage() const override { return true; }
