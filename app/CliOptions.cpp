@@ -9,7 +9,7 @@
 namespace kvsteer {
 
 const std::set<std::string>& modelOptionNames() {
-    static const std::set<std::string> names = {"model", "dtype", "device", "threads", "system"};
+    static const std::set<std::string> names = {"model", "dtype", "device", "threads", "system", "max-pixels"};
     return names;
 }
 
@@ -39,6 +39,10 @@ LoadOptions loadOptions(const CommandLine& cl) {
     // The memory check sizes the KV cache for the answer asked for.
     if (cl.has("max-new-tokens")) o.reserveTokens = std::max(1, cl.getInt("max-new-tokens", 1));
     if (cl.has("system")) o.systemMessage = cl.get("system");
+    if (cl.has("max-pixels")) {
+        o.maxPixels = cl.getInt("max-pixels", 0);
+        if (o.maxPixels <= 0) throw UsageError("option --max-pixels must be a positive number of pixels");
+    }
     return o;
 }
 
@@ -48,6 +52,10 @@ std::shared_ptr<Model> loadModelFrom(const std::string& directory, const Command
     std::shared_ptr<Model> model = loadModel(directory, loadOptions(cl));
     if (cl.has("system") && !model->takesSystemMessage())
         throw UsageError("--system: the " + model->familyName() + " prompt layout has no system message (only chat templates do: Qwen, Llama-3)");
+    const std::string type = model->config().modelType;
+    if (cl.has("max-pixels") && type != "qwen2_vl" && type != "qwen2_5_vl")
+        throw UsageError("--max-pixels: the " + model->familyName() + " processor takes images of one size (only Qwen2-VL and Qwen2.5-VL "
+                         "resize to a pixel budget)");
     return model;
 }
 

@@ -11,7 +11,7 @@ namespace kvsteer {
 
 // Functions rather than globals: other translation units build their option sets from them
 // during static initialisation.
-const std::set<std::string>& modelOptionNames();        // model, dtype, device, threads, system
+const std::set<std::string>& modelOptionNames();        // model, dtype, device, threads, system, max-pixels
 const std::set<std::string>& generationOptionNames();   // max-new-tokens, seed, temperature, top-p, top-k
 std::set<std::string> withOptions(std::set<std::string> own, const std::set<std::string>& shared);
 

@@ -43,7 +43,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]\n"
     "             [--new-tokens N] [--repeat R] [--eval-images N (default 3; 0 skips eval)] [--json]\n"
-    "             [--bandwidth GB/s]\n";
+    "             [--bandwidth GB/s] [--max-pixels N (Qwen: the image budget the memory check assumes; the bench's\n"
+    "             image is 640x480)]\n";
 
 // A deterministic synthetic photo-like image (smooth gradients), so the bench needs no files.
 ImageU8 syntheticImage(int width, int height) {
@@ -402,7 +403,7 @@ void printTargets(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
     try {
-        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "bandwidth"}, {"json"});
+        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "bandwidth", "max-pixels"}, {"json"});
         // --model may be repeated: collect them before handing the rest to the parser.
         std::vector<std::string> models;
         std::vector<char*> rest = {argv[0]};
@@ -419,6 +420,7 @@ int main(int argc, char** argv) {
         options.dtype = cl.get("dtype", "auto");
         options.device = cl.get("device", "cpu");
         options.threads = cl.getInt("threads", 0);
+        options.maxPixels = cl.getInt("max-pixels", 0);
         const int newTokens = cl.getInt("new-tokens", 32), repeat = cl.getInt("repeat", 2), evalImages = cl.getInt("eval-images", 3);
         const bool json = cl.has("json");
 
@@ -437,7 +439,8 @@ int main(int argc, char** argv) {
                 r.rooflineTokS = bandwidth * 1e9 / double(r.weightBytesPerToken);
             } else if (!measureInChild({argv[0], "--model", dir, "--json", "--dtype", options.dtype, "--device", options.device, "--threads",
                                         std::to_string(options.threads), "--new-tokens", std::to_string(newTokens), "--repeat",
-                                        std::to_string(repeat), "--eval-images", std::to_string(evalImages), "--bandwidth", std::to_string(bandwidth)},
+                                        std::to_string(repeat), "--eval-images", std::to_string(evalImages), "--bandwidth", std::to_string(bandwidth),
+                                        "--max-pixels", std::to_string(options.maxPixels)},
                                        r)) {
                 ++failures;
                 continue;

@@ -16,6 +16,7 @@
 #include "Error.h"
 #include "models/ModelRegistry.h"
 #include "models/llava/RandomCheckpoint.h"
+#include "models/qwen25vl/RandomQwen25Vl.h"
 #include "io/SafeTensors.h"
 #include "nn/Linear.h"
 #include "models/Prompt.h"
@@ -41,6 +42,7 @@ const char* remedyFlag(Remedy r) {
     case Remedy::FewerNewTokens: return "a shorter --max-new-tokens shrinks the KV cache";
     case Remedy::MatchingKeySpace: return "extract the vectors again with the matching --key-space";
     case Remedy::SkipBadItems: return "--skip-bad records bad lines and items in the output and evaluates the rest";
+    case Remedy::SmallerImageBudget: return "--max-pixels 1003520 caps an image at 1280 tokens (the processor scales larger ones down)";
     }
     return "";
 }
@@ -115,15 +117,17 @@ int commandMakeRandom(int argc, char** argv) {
     CommandLine cl({"preset", "dtype", "out", "tokenizer-from", "seed", "shard-gb"}, {});
     cl.parse(argc, argv, 2);
     if (!cl.has("preset") || !cl.has("out")) throw UsageError("make-random needs --preset NAME and --out DIR");
-    const ModelConfig config = randomPreset(cl.get("preset"));
+    const bool qwen = cl.get("preset") == kQwen25VlPreset;
+    const ModelConfig config = qwen ? ModelConfig() : randomPreset(cl.get("preset"));
     const c10::ScalarType dtype = parseDtype(cl.get("dtype", "f16"));
     if (dtype == c10::ScalarType::Undefined) throw UsageError("make-random --dtype: expected f32, f16 or bf16 (a new file has no stored dtype to keep)");
     const std::string tokenizerFrom = cl.get("tokenizer-from", KVSTEER_DEMO_MODEL_DIR);
     const double shardGb = cl.getDouble("shard-gb", 2.0);
     if (shardGb <= 0) throw UsageError("option --shard-gb must be > 0");
     std::cerr << "writing " << cl.get("preset") << " (" << cl.get("dtype", "f16") << ") to " << cl.get("out") << " ...\n";
-    writeRandomCheckpoint(config, dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0),
-                     static_cast<int64_t>(shardGb * 1024 * 1024 * 1024));
+    const auto shardBytes = static_cast<int64_t>(shardGb * 1024 * 1024 * 1024);
+    if (qwen) writeRandomQwen25Vl(dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
+    else writeRandomCheckpoint(config, dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
     std::cerr << "done\n";
     return 0;
 }

@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
     const QCommandLineOption device(QStringLiteral("device"), QStringLiteral("cpu or cuda[:N]."), QStringLiteral("DEVICE"));
     const QCommandLineOption dtype(QStringLiteral("dtype"), QStringLiteral("f32, f16 or bf16."), QStringLiteral("DTYPE"));
     const QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("Threads for the matmuls (0 = all cores)."), QStringLiteral("N"));
+    const QCommandLineOption maxPixels(QStringLiteral("max-pixels"),
+                                       QStringLiteral("Qwen2-VL / Qwen2.5-VL: the image's pixel budget (larger images are scaled down)."),
+                                       QStringLiteral("N"));
     const QCommandLineOption image({QStringLiteral("i"), QStringLiteral("image")}, QStringLiteral("Image to open."), QStringLiteral("FILE"));
     const QCommandLineOption prompt({QStringLiteral("p"), QStringLiteral("prompt")}, QStringLiteral("The question."), QStringLiteral("TEXT"));
     const QCommandLineOption mask(QStringLiteral("mask"), QStringLiteral("Strength mask: PNG/.npy/.safetensors, rect:r0,c0,r1,c1, or tokens:A-B,last (a text prompt)."),
@@ -109,7 +112,7 @@ int main(int argc, char** argv) {
                                    QStringLiteral("With --run: run the atlas (strength x layer range) after the run, before --ready-file."));
     const QCommandLineOption noRecovery(QStringLiteral("no-recovery"), QStringLiteral("Do not offer to recover an autosaved session."));
     const QCommandLineOption size(QStringLiteral("window-size"), QStringLiteral("Initial window size WxH."), QStringLiteral("WxH"));
-    for (const auto& o : {model, device, dtype, threads, image, prompt, mask, vectors, target, perPosition, propagate, op, ck, cv, layers,
+    for (const auto& o : {model, device, dtype, threads, maxPixels, image, prompt, mask, vectors, target, perPosition, propagate, op, ck, cv, layers,
                           maxTokens, heatmap, heatmapLayer, session, run, ready, atlas, noRecovery, size})
         cli.addOption(o);
     cli.addPositionalArgument(QStringLiteral("image"), QStringLiteral("Image to open (same as --image)."), QStringLiteral("[image]"));
@@ -123,6 +126,7 @@ int main(int argc, char** argv) {
         if (cli.isSet(dtype)) o.load.dtype = cli.value(dtype);
         if (cli.isSet(threads)) o.load.threads = cli.value(threads).toInt();
     }
+    o.load.maxPixels = cli.value(maxPixels).toLongLong();
     o.imagePath = cli.isSet(image) ? cli.value(image) : cli.positionalArguments().value(0);
     o.prompt = cli.value(prompt);
     o.maskSpec = cli.value(mask);

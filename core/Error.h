@@ -16,6 +16,7 @@ enum class Remedy {
     FewerNewTokens,     // a shorter generation budget needs a smaller KV cache
     MatchingKeySpace,   // extract the vectors again in the key space the operator needs
     SkipBadItems,       // record a dataset's bad lines and items and evaluate the rest
+    SmallerImageBudget, // Qwen: a smaller max_pixels caps the image's tokens (and the memory for them)
 };
 
 class Error : public std::runtime_error {

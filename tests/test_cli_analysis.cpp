@@ -204,6 +204,8 @@ private slots:
             const double total = std::accumulate(att.begin() + l * 576, att.begin() + (l + 1) * 576, 0.0);
             QVERIFY(total > 0 && total <= 1 + 1e-5);
         }
+        // --max-pixels is Qwen's: refused for a family of fixed-size images.
+        expect(runCli({"inspect", "--max-pixels", "100000"}), 2, {"--max-pixels", "LLaVA-1.5"});
         // Bad input: a format it cannot write, a metric it does not know, a step the answer lacks.
         expect(runCli({"heatmaps", "--image", kDemoImage, "--prompt", "x", "--out", path("maps.txt")}), 1, {"maps.txt", ".npy, .csv or .png"});
         expect(runCli({"heatmaps", "--image", kDemoImage, "--prompt", "x", "--metric", "dv", "--out", path("x.npy")}), 2, {"--metric", "value-delta"});

@@ -245,6 +245,7 @@ private slots:
         for (bool reuse : {true, false}) {
             itemsEqualSteer(referenceModelDir(), images, scale, reuse, 8);
             itemsEqualSteer(referenceQwen2VlDir(), images, scale, reuse, 4);
+            itemsEqualSteer(referenceQwen25VlDir(), images, scale, reuse, 4);   // window attention in the tower
         }
         itemsEqualSteer(referencePaliGemmaDir(), images, scale, true, 6);   // prefix-LM: prefilled whole
         const std::string text = path("text.jsonl");

@@ -186,6 +186,22 @@ private slots:
         QCOMPARE(ids, c["greedy_ids"].get<std::vector<int64_t>>());
     }
 
+    // LoadOptions::maxPixels (--max-pixels) lowers the processor's budget: a larger image is
+    // scaled down to fit, and the memory check assumes the smaller budget.
+    void maxPixelsCapsTheImage() {
+        LoadOptions o;
+        o.maxPixels = 60000;
+        const auto model = loadModel(referenceQwen25VlDir(), o);
+        QVERIFY(model->config().imageSeqLength() < models_["nested"]->config().imageSeqLength());
+        const ImageU8 image = loadImage(referenceDir() + "/images/gradient_500x300.png");   // 150,000 px
+        const Prompt p = buildPrompt(*model, "What is it?", false, &image);
+        QVERIFY(int64_t(p.span.gridHeight) * 28 * p.span.gridWidth * 28 <= 60000);
+        QVERIFY(p.span.length < 180);
+        o.maxPixels = 1000;
+        const std::string below = errorOf([&] { loadModel(referenceQwen25VlDir(), o); });
+        QVERIFY2(below.find("below the processor's min_pixels 3136") != std::string::npos, below.c_str());
+    }
+
     void bfloat16CopyEqualsItsFloat32Twin() {
         // The same weights stored as bfloat16 and as float32: kvsteer widens bfloat16 exactly, so
         // the two compute the same numbers up to summation order.

@@ -41,6 +41,10 @@ struct LoadOptions {
     // The system message a chat-template family's prompts carry (Model::takesSystemMessage);
     // unset: the checkpoint's default (Qwen's template has one, Llama-3's none).
     std::optional<std::string> systemMessage;
+    // Qwen2-VL / Qwen2.5-VL: the processor's max_pixels instead of preprocessor_config.json's (0:
+    // the file's). It caps the image's tokens: larger images are scaled down to fit, as the
+    // processor's own max_pixels argument does. Other families take fixed-size images.
+    int64_t maxPixels = 0;
 };
 
 // Thrown by a model load when LoadOptions::progress asked to stop. Not an error.

@@ -72,7 +72,8 @@ MemoryNeed estimateMemory(const ModelConfig& c, const Checkpoint& ckpt, const We
 
 // What would make a refused model fit: keeping 16-bit weights, or a shorter generation (the
 // remedies say which; the front end names its own control for each).
-std::string memoryAdvice(const Checkpoint& ckpt, const WeightFormat& f, const MemoryNeed& need, std::vector<Remedy>* remedies) {
+std::string memoryAdvice(const ModelConfig& c, const Checkpoint& ckpt, const WeightFormat& f, const MemoryNeed& need,
+                         std::vector<Remedy>* remedies) {
     std::string advice;
     if (f.storage != c10::ScalarType::Undefined) {
         const int64_t asStored = ckpt.storedBytes();
@@ -82,6 +83,12 @@ std::string memoryAdvice(const Checkpoint& ckpt, const WeightFormat& f, const Me
         }
     }
     remedies->push_back(Remedy::FewerNewTokens);
+    // Qwen's processors size the image budget by max_pixels: a real checkpoint's allows 16k tokens.
+    if (c.hasVision && (c.modelType == "qwen2_vl" || c.modelType == "qwen2_5_vl")) {
+        remedies->push_back(Remedy::SmallerImageBudget);
+        advice += "a smaller image budget (max_pixels; up to " + std::to_string(c.imageSeqLength()) +
+                  " image tokens now) shrinks the KV cache and the prefill; ";
+    }
     return advice + "fewer new tokens shrink the KV cache (" + formatBytes(need.kvCache / std::max<int64_t>(need.contextTokens, 1)) +
            " per token); or close other programs";
 }
@@ -119,7 +126,7 @@ Checkpoint Model::beginLoad(const std::string& directory, ModelConfig config, co
     // Memory is checked before a byte of weights is touched: refuse rather than be OOM-killed.
     const MemoryNeed need = estimateMemory(config_, ckpt, format_, options.reserveTokens);
     std::vector<Remedy> remedies;
-    const std::string advice = memoryAdvice(ckpt, format_, need, &remedies);
+    const std::string advice = memoryAdvice(config_, ckpt, format_, need, &remedies);
     requireMemory(need, memoryBudget(format_.device), "model " + directory, advice, remedies);
     weightsDtype_ = dominantDtype(ckpt, format_);
     if (options.progress) {

@@ -20,6 +20,7 @@ struct LoadSettings {
     QString device = QStringLiteral("cpu");   // cpu | cuda | cuda:N
     QString dtype = QStringLiteral("auto");   // auto (as stored) | f32 | f16 | bf16
     int threads = 0;                           // 0 = all cores
+    qint64 maxPixels = 0;                      // Qwen2-VL / Qwen2.5-VL image budget; 0 = the processor's (LoadOptions)
 };
 
 struct ModelInfo {

@@ -28,6 +28,8 @@ QString remedyText(kvsteer::Remedy r) {
         return QStringLiteral("Choose Weights “as stored in the checkpoint” in Edit → Preferences to keep its own 16-bit dtypes.");
     case kvsteer::Remedy::FewerNewTokens: return QStringLiteral("Lower “Max tokens” to shrink the KV cache.");
     case kvsteer::Remedy::SkipBadItems: return QStringLiteral("Tick “Skip bad items” to evaluate the rest.");
+    case kvsteer::Remedy::SmallerImageBudget:
+        return QStringLiteral("Start the studio with --max-pixels 1003520 to cap an image at 1280 tokens (larger images are scaled down).");
     case kvsteer::Remedy::MatchingKeySpace:
         return QStringLiteral("Compute or import vectors in the key space this operator needs (Steering panel).");
     }

@@ -132,6 +132,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         o.device = ss(settings.device);
         o.dtype = ss(settings.dtype);
         o.threads = settings.threads;
+        o.maxPixels = settings.maxPixels;
         // Progress in MiB of weights mapped or converted (a 7B float32 widening takes a while);
         // reported at most every 1 % so the event queue is not flooded. Stop cancels here.
         int lastPercent = -1;

@@ -252,15 +252,16 @@ void writeRandomCheckpoint(const ModelConfig& config, c10::ScalarType dtype, con
     if (c.hasVision) writePreprocessorConfig(c, outDirectory);
 
     at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-    auto produce = [&](const TensorSpec& spec) -> at::Tensor {
-        const std::string& n = spec.name;
-        auto endsWith = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
-        const bool isNorm = n.find("norm") != std::string::npos;   // layer_norm*, *layrnorm, *_layernorm, norm.weight
-        if (isNorm && endsWith(".weight")) return at::ones(spec.shape);
-        if (endsWith(".bias")) return at::zeros(spec.shape);
-        return at::normal(0.0, 0.02, spec.shape, gen);
-    };
-    writeCheckpoint(outDirectory, checkpointLayout(c), dtype, maxShardBytes, produce);
+    writeCheckpoint(outDirectory, checkpointLayout(c), dtype, maxShardBytes, [&](const TensorSpec& spec) { return randomWeight(spec, gen); });
+}
+
+at::Tensor randomWeight(const TensorSpec& spec, at::Generator& generator) {
+    const std::string& n = spec.name;
+    auto endsWith = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+    const bool isNorm = n.find("norm") != std::string::npos || n.find("ln_q") != std::string::npos;   // layer_norm*, *layrnorm, norm1, ln_q
+    if (isNorm && endsWith(".weight")) return at::ones(spec.shape);
+    if (endsWith(".bias")) return at::zeros(spec.shape);
+    return at::normal(0.0, 0.02, spec.shape, generator);
 }
 
 } // namespace kvsteer

@@ -3,6 +3,7 @@
 // and random-weight models of real shapes (to measure loading and speed without real weights).
 #include "io/Config.h"
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -26,6 +27,10 @@ std::vector<TensorSpec> checkpointLayout(const ModelConfig& config);
 // so a model larger than memory can be written.
 void writeCheckpoint(const std::string& directory, const std::vector<TensorSpec>& layout, c10::ScalarType dtype,
                      int64_t maxShardBytes, const std::function<at::Tensor(const TensorSpec&)>& produce);
+
+// A random weight for a tensor of a random checkpoint: 1 for a norm's weight, 0 for a bias,
+// normal(0, 0.02) otherwise.
+at::Tensor randomWeight(const TensorSpec& spec, at::Generator& generator);
 
 // preprocessor_config.json of a llava-hf directory (CLIPImageProcessor at the tower's image size).
 void writePreprocessorConfig(const ModelConfig& config, const std::string& directory);

@@ -30,6 +30,12 @@ std::shared_ptr<Qwen2VlModel> Qwen2VlModel::load(const std::string& directory, c
     if (parsed.model.hasVision) {
         const fs::path pre = fs::path(directory) / "preprocessor_config.json";
         m->imageConfig_ = fs::exists(pre) ? Qwen2VlImageProcessorConfig::fromJsonFile(pre.string()) : Qwen2VlImageProcessorConfig{};
+        if (options.maxPixels > 0) {
+            if (options.maxPixels < m->imageConfig_.minPixels)
+                throw Error("max_pixels " + std::to_string(options.maxPixels) + " is below the processor's min_pixels " +
+                            std::to_string(m->imageConfig_.minPixels));
+            m->imageConfig_.maxPixels = options.maxPixels;
+        }
         if (m->imageConfig_.factor() != parsed.model.vision.patchSize)
             throw Error(pre.string() + ": patch_size x merge_size " + std::to_string(m->imageConfig_.factor()) +
                         " contradicts the vision tower's patch_size x spatial_merge_size " + std::to_string(parsed.model.vision.patchSize));
