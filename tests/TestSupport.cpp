@@ -3,6 +3,8 @@
 #include "Error.h"
 #include "cache/KVCache.h"
 #include "generate/Session.h"
+#include "models/Model.h"
+#include "models/Prompt.h"
 #include "io/Checkpoint.h"
 #include "models/llava/RandomCheckpoint.h"
 #include "io/SafeTensors.h"
@@ -255,6 +257,23 @@ ProcessResult runProgram(const std::string& program, const std::vector<std::stri
     r.out = p.readAllStandardOutput().toStdString();
     r.err = p.readAllStandardError().toStdString();
     return r;
+}
+
+PrefillAgainstReference prefillAgainstReference(const Model& model, const Prompt& p, const SafeTensorsFile& expected) {
+    PrefillAgainstReference d;
+    const at::Tensor features = p.hasImage ? model.encodeImage(p.pixels) : at::Tensor();
+    if (p.hasImage) d.features = relativeDiff(features, expected.tensor("image_features"));
+    const at::Tensor embeds = model.embedPrompt(p.ids, features);
+    d.embeds = relativeDiff(embeds, expected.tensor("inputs_embeds"));
+    const TextConfig& t = model.config().text;
+    KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, int64_t(p.ids.size()), at::kFloat);
+    cache.positionOffset = p.positionOffset;
+    cache.promptPositions = p.positionIds;
+    const at::Tensor hidden = model.decoder().forward(embeds, cache);
+    d.hidden = relativeDiff(hidden, expected.tensor("last_hidden_state"));
+    d.logits = maxAbsDiff(model.decoder().logits(hidden.select(1, hidden.size(1) - 1)), expected.tensor("prefill_last_logits"));
+    d.cache = cacheRelativeDiff(cache, expected);
+    return d;
 }
 
 GreedyAgainstReference greedyAgainstReference(const Session& session, const SafeTensorsFile& expected) {

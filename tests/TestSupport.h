@@ -11,6 +11,8 @@
 
 namespace kvsteer {
 class KVCache;
+class Model;
+struct Prompt;
 class SafeTensorsFile;
 class Session;
 struct Generation;
@@ -87,6 +89,14 @@ struct GreedyAgainstReference {
     double worstTop5 = 0;
 };
 GreedyAgainstReference greedyAgainstReference(const Session& session, const SafeTensorsFile& expected);
+
+// A prompt's prefill run stage by stage against a reference case with M-RoPE positions (the
+// Qwen families): relative differences of the image features (0 without an image), the prompt's
+// embeddings, the last hidden state and the K/V cache; the largest difference of the last logits.
+struct PrefillAgainstReference {
+    double features = 0, embeds = 0, hidden = 0, logits = 0, cache = 0;
+};
+PrefillAgainstReference prefillAgainstReference(const Model& model, const Prompt& prompt, const SafeTensorsFile& expected);
 
 // The message of the kvsteer::Error `f` throws, or "" when it throws none.
 std::string errorOf(const std::function<void()>& f);

@@ -104,21 +104,12 @@ private slots:
         const auto c = ref_.caseInfo(caseName.toStdString());
         const auto& model = *models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const Prompt p = promptFor(model, c);
-        const at::Tensor features = p.hasImage ? model.encodeImage(p.pixels) : at::Tensor();
-        if (p.hasImage) QVERIFY2(relativeDiff(features, expected.tensor("image_features")) <= 1e-4, "image_features");
-        const at::Tensor embeds = model.embedPrompt(p.ids, features);
-        QVERIFY2(relativeDiff(embeds, expected.tensor("inputs_embeds")) <= 1e-4, "inputs_embeds");
-
-        const TextConfig& t = model.config().text;
-        KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, int64_t(p.ids.size()), at::kFloat);
-        cache.positionOffset = p.positionOffset;
-        cache.promptPositions = p.positionIds;
-        const at::Tensor hidden = model.decoder().forward(embeds, cache);
-        QVERIFY2(relativeDiff(hidden, expected.tensor("last_hidden_state")) <= 1e-4, "last_hidden_state");
-        const at::Tensor logits = model.decoder().logits(hidden.select(1, hidden.size(1) - 1));
-        QVERIFY2(maxAbsDiff(logits, expected.tensor("prefill_last_logits")) <= 1e-3, "prefill_last_logits");
-        QVERIFY2(cacheRelativeDiff(cache, expected) <= 1e-4, "past_key (after M-RoPE) / past_value");
+        const PrefillAgainstReference d = prefillAgainstReference(model, promptFor(model, c), expected);
+        QVERIFY2(d.features <= 1e-4, ("image_features: " + std::to_string(d.features)).c_str());
+        QVERIFY2(d.embeds <= 1e-4, "inputs_embeds");
+        QVERIFY2(d.hidden <= 1e-4, "last_hidden_state");
+        QVERIFY2(d.logits <= 1e-3, "prefill_last_logits");
+        QVERIFY2(d.cache <= 1e-4, "past_key (after M-RoPE) / past_value");
     }
 
     void cacheReuseAndGreedy_data() { addRows(); }

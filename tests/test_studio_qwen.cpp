@@ -63,6 +63,14 @@ class TestStudioQwen : public QObject {
     std::unique_ptr<MainWindow> w_;
 
     bool runAndWait(int maxTokens, RunFinished* finished = nullptr) { return test::runAndWait(w_.get(), maxTokens, finished); }
+    // Asks the reference case's question; the unsteered answer must be its 20 greedy ids.
+    void answersLikeTheReference(const QJsonObject& c) {
+        w_->promptPanel()->setPrompt(c.value(QStringLiteral("user_text")).toString());
+        QVERIFY2(runAndWait(20), qPrintable(w_->lastErrorText()));
+        QVector<qint64> expected;
+        for (const QJsonValue& id : c.value(QStringLiteral("greedy_ids")).toArray()) expected << id.toInteger();
+        QCOMPARE(ids(w_->streamView()->tokens(false)), expected);
+    }
     bool openModel(const QString& dir) {
         QSignalSpy ready(w_.get(), &MainWindow::modelReady);
         w_->openModel(dir);
@@ -103,11 +111,7 @@ private Q_SLOTS:
         QCOMPARE(w_->canvas()->gridRows(), 10);
         QCOMPARE(w_->canvas()->gridCols(), 18);
         QVERIFY(!w_->canvas()->isTokenStrip());
-        w_->promptPanel()->setPrompt(c.value(QStringLiteral("user_text")).toString());
-        QVERIFY(runAndWait(20));
-        QVector<qint64> expected;
-        for (const QJsonValue& id : c.value(QStringLiteral("greedy_ids")).toArray()) expected << id.toInteger();
-        QCOMPARE(ids(w_->streamView()->tokens(false)), expected);
+        answersLikeTheReference(c);
         QVERIFY(QTest::qWaitFor([&] { return w_->heatmapPanel()->data().valid(); }, 10000));
         QCOMPARE(w_->heatmapPanel()->data().rows, 10);
         QCOMPARE(w_->heatmapPanel()->data().cols, 18);
@@ -211,11 +215,7 @@ private Q_SLOTS:
         QVERIFY(!w_->canvas()->isTokenStrip());
         QCOMPARE(w_->canvas()->gridRows(), 10);
         QCOMPARE(w_->canvas()->gridCols(), 18);
-        w_->promptPanel()->setPrompt(c.value(QStringLiteral("user_text")).toString());
-        QVERIFY2(runAndWait(20), qPrintable(w_->lastErrorText()));
-        QVector<qint64> expected;
-        for (const QJsonValue& id : c.value(QStringLiteral("greedy_ids")).toArray()) expected << id.toInteger();
-        QCOMPARE(ids(w_->streamView()->tokens(false)), expected);
+        answersLikeTheReference(c);
         QCOMPARE(w_->errorCount(), errorsBefore);
     }
 
@@ -229,11 +229,7 @@ private Q_SLOTS:
         QCOMPARE(w_->modelInfo().family, QStringLiteral("Qwen2.5-VL"));
         QVERIFY(QTest::qWaitFor([&] { return w_->canvas()->hasImage() && w_->canvas()->gridCols() == 18; }, kLoadTimeoutMs));
         QCOMPARE(w_->canvas()->gridRows(), 10);
-        w_->promptPanel()->setPrompt(c.value(QStringLiteral("user_text")).toString());
-        QVERIFY2(runAndWait(20), qPrintable(w_->lastErrorText()));
-        QVector<qint64> expected;
-        for (const QJsonValue& id : c.value(QStringLiteral("greedy_ids")).toArray()) expected << id.toInteger();
-        QCOMPARE(ids(w_->streamView()->tokens(false)), expected);
+        answersLikeTheReference(c);
         QCOMPARE(w_->errorCount(), errorsBefore);
     }
 };
