@@ -12,9 +12,13 @@
 #include "models/Prompt.h"
 #include "models/qwen2vl/Qwen2VlModel.h"
 #include "models/qwen25vl/VisionWindows.h"
+#include "steer/Recipes.h"
+#include "steer/SideBySide.h"
+#include "steer/SteeringPlan.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/equal.h>
+#include <ATen/ops/ones.h>
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -189,6 +193,34 @@ private slots:
         o.maxPixels = 1000;
         const std::string below = errorOf([&] { loadModel(referenceQwen25VlDir(), o); });
         QVERIFY2(below.find("below the processor's min_pixels 3136") != std::string::npos, below.c_str());
+    }
+
+    // Steering on the gradient's 10x18 grid: a vector from two 500x300 images (the gradient and its
+    // colours inverted), painted over the whole grid, changes the answer; strength 0 changes nothing.
+    void imagePairVectorSteersTheGradient() {
+        auto model = models_["nested"];
+        const ImageU8 a = loadImage(referenceDir() + "/images/gradient_500x300.png");
+        ImageU8 b = a;
+        for (uint8_t& v : b.rgb) v = uint8_t(255 - v);
+        const SteeringVectors v = extractImagePair(model, "What colors do you see?", b, a, ExtractOptions{});
+        Session session(model);
+        session.prefill(buildPrompt(*model, "What colors do you see?", false, &a), 16);
+        const VisualSpan& span = session.snapshot().visualSpan;
+        QCOMPARE(span.gridHeight, 10);
+        QCOMPARE(span.gridWidth, 18);
+        SteeringPlan plan;
+        plan.vectors = v;
+        plan.strength = at::ones({10, 18});
+        plan.ck = {0.0};
+        GenerationOptions gen;
+        gen.maxNewTokens = 12;
+        gen.stopAtEos = false;
+        plan.cv = {0.0};
+        const GenerationPair zero = decodeSideBySide(session, applyPlan(session, plan), gen);
+        QCOMPARE(zero.steered.ids, zero.unsteered.ids);
+        plan.cv = {8.0};
+        const GenerationPair steered = decodeSideBySide(session, applyPlan(session, plan), gen);
+        QVERIFY(steered.steered.ids != steered.unsteered.ids);
     }
 
     void bfloat16CopyEqualsItsFloat32Twin() {
