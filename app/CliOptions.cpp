@@ -49,13 +49,15 @@ LoadOptions loadOptions(const CommandLine& cl) {
 std::shared_ptr<Model> loadModel(const CommandLine& cl) { return loadModelFrom(modelDirectory(cl), cl); }
 
 std::shared_ptr<Model> loadModelFrom(const std::string& directory, const CommandLine& cl) {
+    if (cl.has("max-pixels")) {   // refused before a byte of weights is read
+        const ModelConfig config = parseModelConfig(readConfigJson(directory), "config " + directory + "/config.json");
+        if (config.modelType != "qwen2_vl" && config.modelType != "qwen2_5_vl")
+            throw UsageError("--max-pixels: the " + config.modelType + " processor takes images of one size (only Qwen2-VL and Qwen2.5-VL " +
+                             "resize to a pixel budget)");
+    }
     std::shared_ptr<Model> model = loadModel(directory, loadOptions(cl));
     if (cl.has("system") && !model->takesSystemMessage())
         throw UsageError("--system: the " + model->familyName() + " prompt layout has no system message (only chat templates do: Qwen, Llama-3)");
-    const std::string type = model->config().modelType;
-    if (cl.has("max-pixels") && type != "qwen2_vl" && type != "qwen2_5_vl")
-        throw UsageError("--max-pixels: the " + model->familyName() + " processor takes images of one size (only Qwen2-VL and Qwen2.5-VL "
-                         "resize to a pixel budget)");
     return model;
 }
 

@@ -255,8 +255,8 @@ std::vector<CommandHelp> build() {
                        "answer streams",
                        ""},
                       {"--logprobs K",
-                       "with --json: for each generated step, the top K tokens of each stream with their log-probs; 0 "
-                       "leaves them out",
+                       "with --json: for each generated step, the top K (0..1000) tokens of each stream with their "
+                       "log-probs; 0 leaves them out",
                        "5"},
                       {"--target TEXT",
                        "the log-prob of TEXT as the answer, teacher-forced, under the unsteered and the steered cache, "

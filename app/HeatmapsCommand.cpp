@@ -58,12 +58,18 @@ int commandHeatmaps(int argc, char** argv) {
     if (stream != "steered" && stream != "unsteered") throw UsageError("--stream must be steered or unsteered, not " + stream);
     const bool steeredRow = stream == "steered";
     const int wantedStep = cl.has("step") ? cl.getInt("step", 0) : -1;   // -1: the stream's last step
+    if (cl.has("step") && metric != HeatMetric::Attention) throw UsageError("--step picks a decode step's attention: use it with --metric attention");
     if (cl.has("step") && wantedStep < 0) throw UsageError("--step must be 0 or more");
+    if (metric == HeatMetric::ValueCosine && !cl.has("vectors")) throw UsageError("--metric value-cosine compares V with the steering vectors: it needs --vectors FILE");
+    requireHeatmapFormat(cl.get("out"));   // before the model loads, not after the run
 
+    GenerationOptions gen = generationOptions(cl, 8);
+    if (wantedStep >= gen.maxNewTokens)
+        throw UsageError("--step " + std::to_string(wantedStep) + " is past the answer's budget: --max-new-tokens " +
+                         std::to_string(gen.maxNewTokens) + " decodes steps 0.." + std::to_string(gen.maxNewTokens - 1));
     auto model = loadModel(cl);
     const int64_t kvHeads = model->config().text.numKvHeads;
     const int head = headFlag(cl, kvHeads);
-    GenerationOptions gen = generationOptions(cl, 8);
     gen.captureAttention = metric == HeatMetric::Attention;
     const Prompt prompt = promptFromOptions(cl, *model);
     const PlanInputs in = planFromOptions(cl, *model, prompt.span, true);

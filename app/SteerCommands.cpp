@@ -83,13 +83,19 @@ int commandExtract(int argc, char** argv) {
                    {"pca", "per-position", "raw-prompt"});
     cl.parse(argc, argv, 2);
     if (!cl.has("recipe") || !cl.has("out")) throw UsageError("extract needs --recipe and --out");
+    const std::string recipe = cl.get("recipe");
+    // A pairs file is read (and its images) before the model: a bad line costs no load.
+    std::vector<ImagePair> imagePairs;
+    if (recipe == "image-pairs") {
+        if (!cl.has("pairs")) throw UsageError("image-pairs needs --pairs FILE.jsonl (and --prompt for lines without one)");
+        imagePairs = loadImagePairs(cl.get("pairs"), cl.get("prompt"));
+    }
     auto model = loadModel(cl);
     ExtractOptions options;
     options.keySpace = keySpaceFlag(cl);
     options.pca = cl.has("pca");
     options.perPosition = cl.has("per-position");
     options.rawPrompt = cl.has("raw-prompt");
-    const std::string recipe = cl.get("recipe");
     nlohmann::json inputs = {{"pca", options.pca}, {"per_position", options.perPosition}, {"raw_prompt", options.rawPrompt}};
     SteeringVectors vectors;
     if (recipe == "image-pair") {
@@ -97,10 +103,8 @@ int commandExtract(int argc, char** argv) {
         vectors = extractImagePair(model, cl.get("prompt"), loadImage(cl.get("image-a")), loadImage(cl.get("image-b")), options);
         inputs.update({{"prompt", cl.get("prompt")}, {"image_a", cl.get("image-a")}, {"image_b", cl.get("image-b")}});
     } else if (recipe == "image-pairs") {
-        if (!cl.has("pairs")) throw UsageError("image-pairs needs --pairs FILE.jsonl (and --prompt for lines without one)");
-        const auto pairs = loadImagePairs(cl.get("pairs"), cl.get("prompt"));
-        vectors = extractImagePairs(model, pairs, options);
-        inputs.update({{"pairs", cl.get("pairs")}, {"n_pairs", pairs.size()}});
+        vectors = extractImagePairs(model, imagePairs, options);
+        inputs.update({{"pairs", cl.get("pairs")}, {"n_pairs", imagePairs.size()}});
         if (cl.has("prompt")) inputs["prompt"] = cl.get("prompt");
     } else if (recipe == "region") {
         if (!cl.has("image") || !cl.has("mask") || !cl.has("prompt")) throw UsageError("region needs --prompt, --image and --mask");
@@ -117,13 +121,16 @@ int commandExtract(int argc, char** argv) {
         throw UsageError("--recipe must be image-pair, image-pairs, region or text-pairs");
     }
     SteeringFileInfo info = newVectorsFileInfo(*model, recipe, inputs.dump(), options.keySpace);
-    if (options.rawPrompt && recipe != "text-pairs") info.promptTemplate = cl.get("prompt");   // no template: the prompt itself
+    // No template: the prompt itself (image-pairs: the first pair's; lines may carry their own).
+    if (options.rawPrompt && recipe != "text-pairs") info.promptTemplate = recipe == "image-pairs" ? imagePairs.front().prompt : cl.get("prompt");
     suggestionsFromFlags(cl, model->config().text.numLayers, info);
     saveSteeringFile(cl.get("out"), vectors, info);
     std::cerr << "wrote " << cl.get("out") << " (" << recipe << ", " << keySpaceName(vectors.keySpace) << ", "
               << (vectors.perPosition() ? "per position" : "per head") << ")\n";
     return 0;
 }
+
+constexpr int kMaxLogprobs = 1000;
 
 // steer --json's log-probs: per step, each stream's chosen token and the top K (the model's raw
 // distribution, before any sampling cut), and the KL between the two first-step distributions.
@@ -147,9 +154,8 @@ struct StepLogProbs {
 };
 
 // --target TEXT: its log-prob as the answer under both caches, teacher-forced.
-nlohmann::ordered_json targetJson(const Session& session, const SteeredCache& steered, const std::string& target) {
-    const std::vector<int64_t> ids = session.model().tokenizer().encode(target, false);
-    if (ids.empty()) throw UsageError("--target: the text has no tokens");
+nlohmann::ordered_json targetJson(const Session& session, const SteeredCache& steered, const std::string& target,
+                                  const std::vector<int64_t>& ids) {
     auto total = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
     const double unsteered = total(continuationLogProbs(session, session.snapshot(), session.lastPromptToken(), ids));
     const double steeredLp = total(continuationLogProbs(session, steered.cache, session.lastPromptToken(), ids, steered.attentionBias));
@@ -159,14 +165,19 @@ nlohmann::ordered_json targetJson(const Session& session, const SteeredCache& st
 int commandSteer(int argc, char** argv) {
     CommandLine cl(withOptions(withOptions(planOptionNames(), {"logprobs", "target"}), modelOptionNames()), {"propagate", "json", "raw-prompt"});
     cl.parse(argc, argv, 2);
+    const bool json = cl.has("json");
+    StepLogProbs logprobs;
+    logprobs.topK = cl.getInt("logprobs", 5);
+    if (logprobs.topK < 0 || logprobs.topK > kMaxLogprobs)
+        throw UsageError("--logprobs must be 0.." + std::to_string(kMaxLogprobs) + " (the top tokens listed per step)");
+    if (cl.has("logprobs") && !json) throw UsageError("--logprobs lists the top tokens in --json's output: add --json");
     auto model = loadModel(cl);
     const GenerationOptions gen = generationOptions(cl, 32);
     const Prompt prompt = promptFromOptions(cl, *model);
     const PlanInputs in = planFromOptions(cl, *model, prompt.span);
-    const bool json = cl.has("json");
-    StepLogProbs logprobs;
-    logprobs.topK = cl.getInt("logprobs", 5);
-    if (logprobs.topK < 0) throw UsageError("--logprobs must be 0 or more");
+    // The target's tokens before the run: an empty one is refused before anything is decoded.
+    const std::vector<int64_t> targetIds = cl.has("target") ? model->tokenizer().encode(cl.get("target"), false) : std::vector<int64_t>();
+    if (cl.has("target") && targetIds.empty()) throw UsageError("--target: the text has no tokens");
     Session session(model);
     SteeredRunCallbacks callbacks;
     if (!json) echoPlan(in);
@@ -180,7 +191,7 @@ int commandSteer(int argc, char** argv) {
     };
     const SteeredRunResult run = runSteered(session, prompt, in.plan, gen, callbacks);
     const GenerationPair& pair = run.pair;
-    const nlohmann::ordered_json target = cl.has("target") ? targetJson(session, run.start.steered, cl.get("target")) : nlohmann::ordered_json();
+    const nlohmann::ordered_json target = cl.has("target") ? targetJson(session, run.start.steered, cl.get("target"), targetIds) : nlohmann::ordered_json();
     if (json) {
         nlohmann::ordered_json out = {
             {"unsteered", {{"ids", pair.unsteered.ids}, {"text", pair.unsteered.text}}},

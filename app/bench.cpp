@@ -421,6 +421,7 @@ int main(int argc, char** argv) {
         options.device = cl.get("device", "cpu");
         options.threads = cl.getInt("threads", 0);
         options.maxPixels = cl.getInt("max-pixels", 0);
+        if (options.maxPixels < 0) throw Error("--max-pixels must be a positive number of pixels");
         const int newTokens = cl.getInt("new-tokens", 32), repeat = cl.getInt("repeat", 2), evalImages = cl.getInt("eval-images", 3);
         const bool json = cl.has("json");
 

@@ -118,7 +118,14 @@ int commandMakeRandom(int argc, char** argv) {
     cl.parse(argc, argv, 2);
     if (!cl.has("preset") || !cl.has("out")) throw UsageError("make-random needs --preset NAME and --out DIR");
     const bool qwen = cl.get("preset") == kQwen25VlPreset;
-    const ModelConfig config = qwen ? ModelConfig() : randomPreset(cl.get("preset"));
+    if (qwen && !cl.has("tokenizer-from"))
+        throw UsageError(std::string(kQwen25VlPreset) + " needs --tokenizer-from DIR: a Qwen2-VL or Qwen2.5-VL directory (e.g. ../shared/reference/tiny-qwen25vl)");
+    ModelConfig config;
+    try {
+        if (!qwen) config = randomPreset(cl.get("preset"));
+    } catch (const Error& e) {
+        throw UsageError(std::string("--preset: ") + e.what() + " or " + kQwen25VlPreset);
+    }
     const c10::ScalarType dtype = parseDtype(cl.get("dtype", "f16"));
     if (dtype == c10::ScalarType::Undefined) throw UsageError("make-random --dtype: expected f32, f16 or bf16 (a new file has no stored dtype to keep)");
     const std::string tokenizerFrom = cl.get("tokenizer-from", KVSTEER_DEMO_MODEL_DIR);

@@ -126,7 +126,14 @@ int main(int argc, char** argv) {
         if (cli.isSet(dtype)) o.load.dtype = cli.value(dtype);
         if (cli.isSet(threads)) o.load.threads = cli.value(threads).toInt();
     }
-    o.load.maxPixels = cli.value(maxPixels).toLongLong();
+    if (cli.isSet(maxPixels)) {
+        bool ok = false;
+        o.load.maxPixels = cli.value(maxPixels).toLongLong(&ok);
+        if (!ok || o.load.maxPixels <= 0) {
+            std::fprintf(stderr, "kvsteer-studio: --max-pixels must be a positive number of pixels, not '%s'\n", qPrintable(cli.value(maxPixels)));
+            return 2;
+        }
+    }
     o.imagePath = cli.isSet(image) ? cli.value(image) : cli.positionalArguments().value(0);
     o.prompt = cli.value(prompt);
     o.maskSpec = cli.value(mask);

@@ -117,8 +117,8 @@ private slots:
         const json out = runJson({"generate", "--model", dir, "--image", image(), "--prompt", "hi", "--max-new-tokens", "4", "--json"});
         QCOMPARE(out["generated_ids"].size(), size_t(4));
         const ProcessResult bad = runCli({"make-random", "--preset", "gpt-5", "--out", dir});
-        QCOMPARE(bad.exitCode, 1);
-        QVERIFY(bad.err.find("unknown preset 'gpt-5'") != std::string::npos);
+        QCOMPARE(bad.exitCode, 2);   // a value of the wrong form: usage
+        QVERIFY(bad.err.find("unknown preset 'gpt-5'") != std::string::npos && bad.err.find("qwen2.5-vl-7b") != std::string::npos);
     }
 
     void extractSteerSweep() {

@@ -113,14 +113,21 @@ private slots:
                {"bad.jsonl line 2", "image_b"});
         expect(runCli({"extract", "--recipe", "image-pairs", "--pairs", path("bad.jsonl"), "--out", path("x.safetensors")}), 1,
                {"bad.jsonl line 1", "prompt"});
-        // Qwen2-VL lays an image out on a grid that follows its size: pairs must share one.
+        // Qwen2-VL lays an image out on a grid that follows its size: a pair's two images must share
+        // one, and per-position vectors need one grid for all pairs (the mean does not).
         const std::string images = referenceDir() + "/images/";
         writeLines(path("grids.jsonl"), {"{\"image_a\": \"" + images + "red_square_336x336.png\", \"image_b\": \"" + images + "red_square_336x336.png\"}",
-                                         "{\"image_a\": \"" + images + "gradient_500x300.png\", \"image_b\": \"" + images + "gradient_500x300.png\"}",
-                                         "{\"image_a\": \"" + images + "red_square_336x336.png\", \"image_b\": \"" + images + "gradient_500x300.png\"}"});
-        expect(runCli({"extract", "--model", referenceQwen2VlDir(), "--recipe", "image-pairs", "--prompt", "What is shown?", "--pairs",
-                       path("grids.jsonl"), "--out", path("x.safetensors")}),
-               1, {"grids.jsonl line 2", "grid", "every pair must share one grid"});
+                                         "{\"image_a\": \"" + images + "gradient_500x300.png\", \"image_b\": \"" + images + "gradient_500x300.png\"}"});
+        const std::vector<std::string> grids = {"extract", "--model", referenceQwen2VlDir(), "--recipe", "image-pairs", "--prompt", "What is shown?",
+                                                "--pairs", path("grids.jsonl"), "--out", path("x.safetensors")};
+        expect(runCli(grids), 0, {"wrote"});
+        std::vector<std::string> perPosition = grids;
+        perPosition.push_back("--per-position");
+        expect(runCli(perPosition), 1, {"grids.jsonl line 2", "grid", "per-position vectors need every pair on one grid"});
+        // A missing mask file is named with its line before any image is encoded.
+        writeLines(path("nomask.jsonl"), {"{\"image_a\": \"" + kDemoImage + "\", \"image_b\": \"" + kDemoImage + "\", \"mask\": \"gone.png\"}"});
+        expect(runCli({"extract", "--recipe", "image-pairs", "--prompt", "What?", "--pairs", path("nomask.jsonl"), "--out", path("x.safetensors")}),
+               1, {"nomask.jsonl line 1", "gone.png", "file not found"});
         writeLines(path("grid.jsonl"), {"{\"image_a\": \"" + images + "red_square_336x336.png\", \"image_b\": \"" + images + "gradient_500x300.png\"}"});
         expect(runCli({"extract", "--model", referenceQwen2VlDir(), "--recipe", "image-pairs", "--prompt", "What is shown?", "--pairs",
                        path("grid.jsonl"), "--out", path("x.safetensors")}),
@@ -165,6 +172,10 @@ private slots:
         const json zero = run({"--cv", "0", "--logprobs", "0"});
         QVERIFY(std::abs(zero["first_step_kl"].get<double>()) < 1e-6);
         QVERIFY(!zero["steered"].contains("steps"));
+        // Refused before any work: --logprobs without --json, too many, an empty target.
+        expect(runCli({"steer", "--image", kDemoImage, "--prompt", "x", "--logprobs", "3"}), 2, {"--json"});
+        expect(runCli({"steer", "--image", kDemoImage, "--prompt", "x", "--json", "--logprobs", "5000"}), 2, {"0..1000"});
+        expect(runCli({"steer", "--image", kDemoImage, "--prompt", "x", "--vectors", kDemoVectors, "--json", "--target", ""}), 2, {"--target"});
     }
 
     // kvsteer heatmaps: ‖ΔV‖ is nonzero exactly on the painted cells, in each format.
@@ -176,6 +187,11 @@ private slots:
             args.insert(args.end(), {"--out", path(std::string("dv") + ext)});
             expect(runCli(args), 0, {"wrote"});
         }
+        // numpy itself reads the file (Debian's python3-numpy, scripts/install-deps.sh).
+        const ProcessResult np = runProgram("/usr/bin/python3", {"-c", "import numpy, sys; a = numpy.load(sys.argv[1]); print(a.shape, a.dtype, int((a > 0).sum()))",
+                                                                 path("dv.npy")});
+        QVERIFY2(np.exitCode == 0, np.err.c_str());
+        QCOMPARE(np.out, std::string("(4, 24, 24) float32 400\n"));
         const auto [shape, values] = readNpy(path("dv.npy"));
         QCOMPARE(shape, std::string("4, 24, 24, "));
         QCOMPARE(values.size(), size_t(4 * 24 * 24));
@@ -205,13 +221,18 @@ private slots:
             QVERIFY(total > 0 && total <= 1 + 1e-5);
         }
         // --max-pixels is Qwen's: refused for a family of fixed-size images.
-        expect(runCli({"inspect", "--max-pixels", "100000"}), 2, {"--max-pixels", "LLaVA-1.5"});
+        expect(runCli({"inspect", "--max-pixels", "100000"}), 2, {"--max-pixels", "llava"});
         // Bad input: a format it cannot write, a metric it does not know, a step the answer lacks.
         expect(runCli({"heatmaps", "--image", kDemoImage, "--prompt", "x", "--out", path("maps.txt")}), 1, {"maps.txt", ".npy, .csv or .png"});
         expect(runCli({"heatmaps", "--image", kDemoImage, "--prompt", "x", "--metric", "dv", "--out", path("x.npy")}), 2, {"--metric", "value-delta"});
         expect(runCli({"heatmaps", "--image", kDemoImage, "--prompt", "What color is the circle?", "--metric", "attention", "--step", "40",
                        "--out", path("x.npy")}),
-               1, {"no step 40"});
+               2, {"--step 40", "--max-new-tokens 8"});
+        expect(runCli({"heatmaps", "--image", kDemoImage, "--prompt", "What color is the circle?", "--metric", "attention", "--step", "5",
+                       "--out", path("x.npy")}),
+               1, {"no step 5", "ended after 2 tokens"});
+        expect(runCli({"heatmaps", "--image", kDemoImage, "--prompt", "x", "--step", "0", "--out", path("x.npy")}), 2, {"--metric attention"});
+        expect(runCli({"heatmaps", "--image", kDemoImage, "--prompt", "x", "--metric", "value-cosine", "--out", path("x.npy")}), 2, {"--vectors"});
     }
 };
 

@@ -11,7 +11,7 @@
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
 #include "models/qwen2vl/Qwen2VlModel.h"
-#include "models/qwen25vl/VisionWindows.h"
+#include "models/qwen2vl/VisionWindows.h"
 #include "steer/Recipes.h"
 #include "steer/SideBySide.h"
 #include "steer/SteeringPlan.h"
@@ -82,7 +82,7 @@ private slots:
         QCOMPARE(v.embedDim, 32);
         QCOMPARE(v.mlpHidden(), 64);
         QCOMPARE(v.hiddenSize, 64);
-        QCOMPARE(v.windowCells(), 4);
+        QCOMPARE(v.windowSide(), 4);
         QCOMPARE(v.fullAttentionBlocks, (std::vector<int>{1, 3}));
         QVERIFY(v.windowed(0) && !v.windowed(1) && v.windowed(2) && !v.windowed(3));
         // A Qwen2-VL model is another model: its vector files do not fit this one.
@@ -93,13 +93,13 @@ private slots:
         // 12 x 12 cells in 4-cell windows: 3 x 3 whole windows; the first lists rows 0-3 of
         // columns 0-3, the second columns 4-7 of the same rows.
         const VisionWindows square = visionWindows(1, 12, 12, 4);
-        QCOMPARE(square.windowCells, std::vector<int64_t>(9, 16));
+        QCOMPARE(square.cellsPerWindow, std::vector<int64_t>(9, 16));
         QCOMPARE(std::vector<int64_t>(square.cellOrder.begin(), square.cellOrder.begin() + 20),
                  (std::vector<int64_t>{0, 1, 2, 3, 12, 13, 14, 15, 24, 25, 26, 27, 36, 37, 38, 39, 4, 5, 6, 7}));
         QCOMPARE(square.cellOrder.back(), int64_t(143));
         // 10 x 18: 3 x 5 windows; the last column 2 cells wide, the last row 2 cells deep.
         const VisionWindows gradient = visionWindows(1, 10, 18, 4);
-        QCOMPARE(gradient.windowCells, (std::vector<int64_t>{16, 16, 16, 16, 8, 16, 16, 16, 16, 8, 8, 8, 8, 8, 4}));
+        QCOMPARE(gradient.cellsPerWindow, (std::vector<int64_t>{16, 16, 16, 16, 8, 16, 16, 16, 16, 8, 8, 8, 8, 8, 4}));
         const int64_t beforeFifth = 4 * 16;   // the top-right window: columns 16-17 of rows 0-3
         QCOMPARE(std::vector<int64_t>(gradient.cellOrder.begin() + beforeFifth, gradient.cellOrder.begin() + beforeFifth + 8),
                  (std::vector<int64_t>{16, 17, 34, 35, 52, 53, 70, 71}));
@@ -113,11 +113,11 @@ private slots:
         std::iota(all.begin(), all.end(), 0);
         QCOMPARE(sorted, all);
         const VisionWindows twoFrames = visionWindows(2, 10, 18, 4);
-        QCOMPARE(twoFrames.windowCells.size(), size_t(30));
+        QCOMPARE(twoFrames.cellsPerWindow.size(), size_t(30));
         QCOMPARE(twoFrames.cellOrder[180], int64_t(180));
         // One window as large as the grid is no regrouping at all.
         const VisionWindows whole = visionWindows(1, 10, 18, 18);
-        QCOMPARE(whole.windowCells, (std::vector<int64_t>{180}));
+        QCOMPARE(whole.cellsPerWindow, (std::vector<int64_t>{180}));
         QCOMPARE(whole.cellOrder, all);
     }
 

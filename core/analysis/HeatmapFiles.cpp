@@ -7,6 +7,7 @@
 #include <ATen/ops/contiguous.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cmath>
 #include <sstream>
@@ -82,11 +83,16 @@ void saveHeatmaps(const std::string& path, const at::Tensor& maps, int cellPixel
     if (!maps.defined() || maps.dim() != 3 || maps.scalar_type() != at::kFloat)
         throw Error("heatmaps " + path + ": expected a float32 [layers, grid_h, grid_w] tensor");
     const at::Tensor m = maps.cpu().contiguous();
+    requireHeatmapFormat(path);
     const std::string ext = lowercaseExtension(path);
     if (ext == ".npy") writeTextAtomically(path, npyBytes(m));
     else if (ext == ".csv") writeTextAtomically(path, csvText(m));
-    else if (ext == ".png") savePng(path, tiledImage(m, cellPixels));
-    else throw Error("heatmaps " + path + ": the extension must be .npy, .csv or .png");
+    else savePng(path, tiledImage(m, cellPixels));
+}
+
+void requireHeatmapFormat(const std::string& path) {
+    const std::string ext = lowercaseExtension(path);
+    if (ext != ".npy" && ext != ".csv" && ext != ".png") throw Error("heatmaps " + path + ": the extension must be .npy, .csv or .png");
 }
 
 std::string heatMetricName(HeatMetric metric) { return kMetricNames[size_t(metric)]; }

@@ -14,6 +14,8 @@
 namespace kvsteer {
 
 void saveHeatmaps(const std::string& path, const at::Tensor& maps, int cellPixels = 8);
+// Throws kvsteer::Error unless `path` ends in a format saveHeatmaps writes (checked before the work).
+void requireHeatmapFormat(const std::string& path);
 
 // A metric's name on the command line (key-norm, value-norm, key-delta, value-delta,
 // value-cosine, attention) and back; parseHeatMetric throws kvsteer::Error listing the names.

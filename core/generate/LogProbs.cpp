@@ -21,8 +21,10 @@ at::Tensor logSoftmax(const at::Tensor& logits) { return at::log_softmax(logits.
 std::vector<TokenLogProb> topLogProbs(const at::Tensor& logits, int k) {
     const at::Tensor lp = logSoftmax(logits);
     const auto [values, indices] = at::topk(lp, std::min<int64_t>(k, lp.numel()));
+    const auto v = values.accessor<double, 1>();
+    const auto id = indices.accessor<int64_t, 1>();
     std::vector<TokenLogProb> out;
-    for (int64_t i = 0; i < values.numel(); ++i) out.push_back({indices[i].item<int64_t>(), values[i].item<double>()});
+    for (int64_t i = 0; i < values.size(0); ++i) out.push_back({id[i], v[i]});
     return out;
 }
 
@@ -40,6 +42,8 @@ double klDivergence(const at::Tensor& logitsP, const at::Tensor& logitsQ) {
 std::vector<double> continuationLogProbs(const Session& session, KVCache cache, int64_t seed, const std::vector<int64_t>& ids,
                                          const std::vector<at::Tensor>& attentionBias) {
     c10::NoGradGuard noGrad;
+    // `cache` is a copy of the caller's (a KVCache copy shares storage and grows its own fill, as
+    // Session::decode's does): the caller's cache keeps its length.
     ForwardPass pass;
     pass.attentionBias = attentionBias;   // keys past the bias's length get none: it covers the prompt only
     std::vector<double> out;

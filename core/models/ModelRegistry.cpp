@@ -10,6 +10,7 @@
 #include "models/qwen2vl/Qwen2VlConfig.h"
 #include "models/qwen2vl/Qwen2VlModel.h"
 #include "models/qwen25vl/Qwen25VlConfig.h"
+#include "models/qwen25vl/Qwen25VlModel.h"
 
 #include <filesystem>
 
@@ -75,7 +76,7 @@ const std::vector<ModelFamily>& modelFamilies() {
          qwen2VlConfig, loadAs<Qwen2VlModel>},
         {"qwen2_5_vl", "Qwen2.5-VL", true, "as Qwen2-VL (grid, template, M-RoPE); its vision tower attends in 112-px windows "
                        "except in a few full-attention blocks",
-         qwen25VlConfig, loadAs<Qwen2VlModel>},
+         qwen25VlConfig, loadQwen25Vl},
         {"qwen2", "Qwen2 / Qwen2.5", false, "text-only: chat template with the default system prompt, causal prompt", qwen2VlConfig,
          loadAs<Qwen2VlModel>},
     };

@@ -100,6 +100,10 @@ std::vector<ImagePair> loadImagePairs(const std::string& path, const std::string
             pair.prompt = j.value("prompt", defaultPrompt);
             pair.mask = j.contains("mask") ? resolve(j.at("mask").get<std::string>()) : "";
             const std::string a = resolve(j.at("image_a").get<std::string>()), b = resolve(j.at("image_b").get<std::string>());
+            // A mask file is read once the pair's grid is known: say now that one is missing.
+            if (!pair.mask.empty() && pair.mask.rfind("rect:", 0) != 0 && pair.mask.rfind("tokens:", 0) != 0 &&
+                !std::filesystem::exists(pair.mask))
+                throw Error("mask " + pair.mask + ": file not found (a mask file, or a rect: / tokens: form)");
             pair.a = loadImage(a);
             pair.b = loadImage(b);
         } catch (const nlohmann::json::exception& e) {
@@ -137,11 +141,15 @@ SteeringVectors extractImagePairs(std::shared_ptr<const Model> model, const std:
         if (sa.gridHeight != sb.gridHeight || sa.gridWidth != sb.gridWidth)   // a family whose grid follows the image size
             throw Error("recipe image-pairs: " + where + "image A lays out on a " + grid(sa) + " grid and image B on " + grid(sb) +
                         "; give two images of the same size");
+        // Per-position vectors keep the grid's layout, so their pairs must share one grid; the
+        // mean and PCA directions are one per head, whatever each pair's grid.
         if (i == 0) first = sa;
-        else if (sa.gridHeight != first.gridHeight || sa.gridWidth != first.gridWidth)
+        else if (options.perPosition && (sa.gridHeight != first.gridHeight || sa.gridWidth != first.gridWidth))
             throw Error("recipe image-pairs: " + where + "the images lay out on a " + grid(sa) + " grid, the first pair's on " + grid(first) +
-                        "; every pair must share one grid");
+                        "; per-position vectors need every pair on one grid");
         const at::Tensor w = pairWeights(pair, sa);
+        if (options.pca && !pair.mask.empty() && (w > 0.5).sum().item<int64_t>() == 0)
+            throw Error("recipe image-pairs: " + where + "--pca takes the cells the mask paints above 0.5, and " + pair.mask + " paints none");
         for (int l = 0; l < layers; ++l)
             for (bool keys : {true, false}) {
                 const size_t slot = size_t(2 * l + (keys ? 0 : 1));

@@ -42,6 +42,7 @@ bool ModelController::editPreferences() {
     if (dlg.exec() != QDialog::Accepted) return false;
     const LoadSettings before = settings_;
     settings_ = dlg.settings();
+    settings_.maxPixels = before.maxPixels;   // set on the command line, not in the dialog
     if (info_.valid() && (before.device != settings_.device || before.dtype != settings_.dtype || before.threads != settings_.threads)) {
         if (QMessageBox::question(window_, tr("Reload model?"), tr("Reload %1 with the new settings now?").arg(info_.name)) == QMessageBox::Yes)
             open(info_.directory);

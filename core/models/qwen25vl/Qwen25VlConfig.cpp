@@ -42,9 +42,11 @@ std::vector<int> ropeOf(json& text, const std::string& where, double& ropeTheta)
     std::vector<int> sections;
     readKey(*it, "mrope_section", sections, where + " (rope_parameters)");
     readKey(*it, "rope_theta", ropeTheta, where + " (rope_parameters)");
-    std::string type = "mrope";
+    std::string type = "mrope", ropeType = "default";
     readKey(*it, "type", type, where + " (rope_parameters)");
+    readKey(*it, "rope_type", ropeType, where + " (rope_parameters)");
     requireOneOf(type, {"default", "mrope"}, "rope_parameters.type", where);
+    requireOneOf(ropeType, {"default", "mrope"}, "rope_parameters.rope_type", where);   // no scaled variants
     if (sections.size() != 3) throw Error(where + ": rope_parameters.mrope_section must list 3 sections (t, h, w)");
     for (int s : sections) requirePositive(s, "rope_parameters.mrope_section", where);
     text.erase("rope_parameters");
@@ -88,6 +90,13 @@ Qwen2VisionConfig parseQwen25VisionConfig(const json& j, const std::string& wher
     readKey(j, "window_size", v.windowSize, w);
     readKey(j, "fullatt_block_indexes", v.fullAttentionBlocks, w);
     readKey(j, "hidden_act", v.hiddenAct, w);
+    // transformers 5 writes the tower's 2D RoPE as rope_parameters {rope_theta 10000, rope_type axial}:
+    // the only one there is (VisionRope's theta).
+    if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
+        double theta = 10000.0;
+        readKey(*it, "rope_theta", theta, w);
+        if (theta != 10000.0) throw Error(w + ": rope_parameters.rope_theta " + std::to_string(theta) + " is not supported (expected 10000)");
+    }
     int legacy = 3;
     readKey(j, "in_chans", legacy, w);   // the hub's name
     v.inChannels = legacy;

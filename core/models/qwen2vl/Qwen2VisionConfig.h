@@ -36,7 +36,7 @@ struct Qwen2VisionConfig {
 
     int headDim() const { return embedDim / numHeads; }
     int mlpHidden() const { return intermediateSize > 0 ? intermediateSize : static_cast<int>(embedDim * mlpRatio); }
-    int windowCells() const { return windowSize / (patchSize * spatialMergeSize); }   // merged cells a window side
+    int windowSide() const { return windowSize / (patchSize * spatialMergeSize); }   // merged cells a window side
     bool windowed(int block) const {
         return windowSize > 0 && std::find(fullAttentionBlocks.begin(), fullAttentionBlocks.end(), block) == fullAttentionBlocks.end();
     }

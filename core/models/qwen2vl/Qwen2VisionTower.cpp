@@ -3,7 +3,7 @@
 #include "Error.h"
 #include "io/Checkpoint.h"
 #include "models/qwen2vl/Qwen2VisionRope.h"
-#include "models/qwen25vl/VisionWindows.h"
+#include "models/qwen2vl/VisionWindows.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cos.h>
@@ -81,9 +81,9 @@ Qwen2VisionTower::Block Qwen2VisionTower::loadBlock(const Checkpoint& ckpt, int 
 }
 
 void Qwen2VisionTower::checkInput(const at::Tensor& pixelValues, const GridThw& grid) const {
-    requireGrid(grid, config_.spatialMergeSize, "Qwen2-VL vision tower");
+    requireGrid(grid, config_.spatialMergeSize, (family() + " vision tower").c_str());
     if (pixelValues.dim() != 2 || pixelValues.size(1) != config_.patchDim() || pixelValues.size(0) != grid.patches())
-        throw Error("Qwen2-VL vision tower: pixel_values must be [" + std::to_string(grid.patches()) + ", " +
+        throw Error(family() + " vision tower: pixel_values must be [" + std::to_string(grid.patches()) + ", " +
                     std::to_string(config_.patchDim()) + "] for grid (" + std::to_string(grid.t) + ", " + std::to_string(grid.h) +
                     ", " + std::to_string(grid.w) + "), got " + std::to_string(pixelValues.dim()) + " dims with " +
                     std::to_string(pixelValues.numel()) + " values");
@@ -141,9 +141,9 @@ at::Tensor Qwen2VisionTower::block(const at::Tensor& x, const Block& b, const at
 }
 
 at::Tensor Qwen2VisionTower::runBlocks(const at::Tensor& x, const GridThw& grid, Trace* trace) const {
-    requireGrid(grid, config_.spatialMergeSize, "Qwen2-VL vision blocks");
+    requireGrid(grid, config_.spatialMergeSize, (family() + " vision blocks").c_str());
     if (x.dim() != 2 || x.size(0) != grid.patches() || x.size(1) != config_.embedDim)
-        throw Error("Qwen2-VL vision blocks: expected [" + std::to_string(grid.patches()) + ", " + std::to_string(config_.embedDim) +
+        throw Error(family() + " vision blocks: expected [" + std::to_string(grid.patches()) + ", " + std::to_string(config_.embedDim) +
                     "] patch embeddings for the grid");
     const at::Tensor angles = visionRotaryAngles(patchPositions(grid, config_.spatialMergeSize), config_.headDim());   // [N, d/2]
     if (trace) trace->rotaryAngles = angles;
@@ -158,12 +158,12 @@ at::Tensor Qwen2VisionTower::runBlocks(const at::Tensor& x, const GridThw& grid,
     // Window attention: the rows (and their rotary angles) regrouped window by window, a cell's
     // merge-unit rows staying together; the blocks; the rows put back.
     const int64_t unit = config_.mergeUnit(), m = config_.spatialMergeSize;
-    const VisionWindows w = visionWindows(grid.t, grid.h / m, grid.w / m, config_.windowCells());
+    const VisionWindows w = visionWindows(grid.t, grid.h / m, grid.w / m, config_.windowSide());
     std::vector<int64_t> rowOrder;
     for (int64_t cell : w.cellOrder)
         for (int64_t j = 0; j < unit; ++j) rowOrder.push_back(cell * unit + j);
     std::vector<int64_t> windows;
-    for (int64_t cells : w.windowCells) windows.push_back(cells * unit);
+    for (int64_t cells : w.cellsPerWindow) windows.push_back(cells * unit);
     const at::Tensor order = at::tensor(rowOrder, at::kLong);
     const at::Tensor onDevice = angles.index_select(0, order).to(format_.device);
     const at::Tensor cos = at::cos(onDevice), sin = at::sin(onDevice);
@@ -178,7 +178,7 @@ at::Tensor Qwen2VisionTower::runBlocks(const at::Tensor& x, const GridThw& grid,
 at::Tensor Qwen2VisionTower::merge(const at::Tensor& blockOutput) const {
     const int64_t e = config_.embedDim, unit = config_.mergeUnit();
     if (blockOutput.dim() != 2 || blockOutput.size(1) != e || blockOutput.size(0) % unit != 0)
-        throw Error("Qwen2-VL patch merger: expected [N, " + std::to_string(e) + "] with N a multiple of " + std::to_string(unit));
+        throw Error(family() + " patch merger: expected [N, " + std::to_string(e) + "] with N a multiple of " + std::to_string(unit));
     const at::Tensor normed = norm(blockOutput, lnQWeight_, lnQBias_);
     // Consecutive rows are one merged cell, so a view concatenates them: [N / unit, unit * E].
     const at::Tensor cells = normed.reshape({blockOutput.size(0) / unit, unit * e});

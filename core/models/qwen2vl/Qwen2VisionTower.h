@@ -11,7 +11,7 @@
 //   -> image features [N / merge^2, hidden_size]: visual token k is merged cell (k / w', k % w').
 // Qwen2.5-VL's tower is the same pipeline with three changes (Qwen2VisionConfig::rmsNormSwiGlu):
 // RMSNorm for norm1, norm2 and ln_q; a SwiGLU MLP with biases, down(silu(gate(x)) * up(x)); and
-// window attention — the patches regrouped window by window (qwen25vl/VisionWindows.h) before
+// window attention — the patches regrouped window by window (VisionWindows.h) before
 // the blocks, each block not in fullatt_block_indexes attending only inside its window, and the
 // rows put back in listing order after the last block (the merger works per cell, so merging
 // before or after putting them back is the same).
@@ -24,6 +24,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <string>
 #include <vector>
 
 namespace kvsteer {
@@ -51,6 +52,7 @@ public:
     at::Tensor merge(const at::Tensor& blockOutput) const;                     // [N, embed_dim] -> [N / 4, hidden_size]
 
     const Qwen2VisionConfig& config() const { return config_; }
+    std::string family() const { return config_.rmsNormSwiGlu ? "Qwen2.5-VL" : "Qwen2-VL"; }   // for messages
 
 private:
     struct Block {

@@ -53,9 +53,10 @@ std::string canonicalJson(const Qwen2VlConfig& q) {
               {"text", {t.vocabSize, t.hiddenSize, t.intermediateSize, t.numLayers, t.numHeads, t.numKvHeads, t.headDim,
                         t.rmsNormEps, t.ropeTheta, t.maxPositionEmbeddings, t.tieWordEmbeddings, t.mropeSection}}};
     if (c.hasVision)
-        j["vision"] = {v.depth, v.embedDim, v.numHeads, v.mlpHidden(), v.hiddenSize, v.patchSize, v.temporalPatchSize, v.spatialMergeSize,
+        j["vision"] = {v.depth, v.embedDim, v.numHeads, v.mlpRatio, v.hiddenSize, v.patchSize, v.temporalPatchSize, v.spatialMergeSize,
                        c.imageTokenIndex};
-    if (v.rmsNormSwiGlu) j["windows"] = {v.windowSize, v.fullAttentionBlocks};
+    // Qwen2.5-VL's own fields, only for it: a Qwen2-VL model's hash stays what its vector files record.
+    if (v.rmsNormSwiGlu) j["qwen2.5"] = {v.intermediateSize, v.windowSize, v.fullAttentionBlocks};
     return j.dump();
 }
 

@@ -4,7 +4,6 @@
 #include "io/Checkpoint.h"
 #include "models/qwen2vl/Qwen2VlConfig.h"
 #include "models/qwen2vl/QwenChatTemplate.h"
-#include "models/qwen25vl/Qwen25VlConfig.h"
 
 #include <ATen/ops/arange.h>
 #include <ATen/ops/zeros.h>
@@ -21,11 +20,11 @@ namespace fs = std::filesystem;
 std::shared_ptr<Qwen2VlModel> Qwen2VlModel::load(const std::string& directory, const LoadOptions& options) {
     if (!fs::is_directory(directory)) throw Error("model directory " + directory + ": does not exist or is not a directory");
     const std::string where = "config " + (fs::path(directory) / "config.json").string();
-    const std::string text = readConfigJson(directory);
-    // Qwen2.5-VL: the same model with another tower (and config dialects).
-    std::string modelType;
-    configjson::readKey(configjson::parseObject(text, where), "model_type", modelType, where);
-    Qwen2VlConfig parsed = modelType == "qwen2_5_vl" ? parseQwen25VlConfig(text, where) : parseQwen2VlConfig(text, where);
+    return loadParsed(directory, options, parseQwen2VlConfig(readConfigJson(directory), where));
+}
+
+std::shared_ptr<Qwen2VlModel> Qwen2VlModel::loadParsed(const std::string& directory, const LoadOptions& options, Qwen2VlConfig parsed) {
+    if (!fs::is_directory(directory)) throw Error("model directory " + directory + ": does not exist or is not a directory");
     std::shared_ptr<Qwen2VlModel> m(new Qwen2VlModel());
     if (parsed.model.hasVision) {
         const fs::path pre = fs::path(directory) / "preprocessor_config.json";
@@ -126,7 +125,7 @@ std::string Qwen2VlModel::describeVision() const {
       << " frames; hidden " << v.embedDim << ", " << (v.rmsNormSwiGlu ? "RMSNorm, SwiGLU MLP " : "MLP ") << v.mlpHidden() << ", "
       << v.depth << " blocks, " << v.numHeads << " heads, 2D RoPE\n";
     if (v.windowSize > 0) {
-        o << "windows      attention inside " << v.windowCells() << "x" << v.windowCells() << "-cell windows (" << v.windowSize
+        o << "windows      attention inside " << v.windowSide() << "x" << v.windowSide() << "-cell windows (" << v.windowSize
           << " px), whole image in blocks";
         for (int b : v.fullAttentionBlocks) o << " " << b;
         o << "\n";

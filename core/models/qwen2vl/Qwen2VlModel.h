@@ -14,6 +14,7 @@
 // model with Qwen2.5-VL's tower: RMSNorm, SwiGLU and window attention (Qwen2VisionTower.h).
 #include "models/Model.h"
 #include "models/qwen2vl/Qwen2VisionTower.h"
+#include "models/qwen2vl/Qwen2VlConfig.h"
 #include "models/qwen2vl/Qwen2VlImageProcessor.h"
 
 #include <memory>
@@ -23,6 +24,8 @@ namespace kvsteer {
 class Qwen2VlModel : public Model {
 public:
     static std::shared_ptr<Qwen2VlModel> load(const std::string& directory, const LoadOptions& options = {});
+    // The same with the config already read (Qwen2.5-VL's reader: qwen25vl/Qwen25VlModel.h).
+    static std::shared_ptr<Qwen2VlModel> loadParsed(const std::string& directory, const LoadOptions& options, Qwen2VlConfig parsed);
 
     std::string familyName() const override {
         return config_.modelType == "qwen2_5_vl" ? "Qwen2.5-VL" : config_.hasVision ? "Qwen2-VL" : "Qwen2";
