@@ -235,7 +235,8 @@ std::vector<CommandHelp> build() {
           modelGroup()},
          kModelNote | kPromptNote | kMaskNote,
          "image-pairs: the vector is the mean over the pairs of (A - B) over the visual positions (over the line's\n"
-         "mask cells when it gives one); pairs whose images lay out on different grids are an error naming the line.\n"));
+         "mask cells when it gives one); a pair whose two images lay out on different grids (or, with --per-position,\n"
+         "a pair on another grid than the first) is an error naming the line.\n"));
 
     all.push_back(command("steer",
                    "Decodes the answer with and without a steering plan, side by side (on the image's cells, or without an "
