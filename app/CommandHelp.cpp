@@ -20,7 +20,8 @@ OptionGroup modelGroup(const std::string& modelMeaning = "the model's directory 
             {{"--model DIR", modelMeaning, modelDefault},
              {"--dtype auto|f32|bf16|f16",
               "the weights' dtype (float32, bfloat16, float16 too): on CPU how they are stored (compute is float32), on "
-              "CUDA the compute dtype; auto keeps each tensor as the checkpoint stores it (CUDA: float32)",
+              "CUDA the storage and compute dtype; auto keeps each tensor as the checkpoint stores it (CUDA: the checkpoint's "
+              "dtype, so a float16 file stays float16)",
               "auto"},
              {"--device cpu|cuda[:N]", "where the model runs", "cpu"},
              {"--threads N", "threads of the CPU pool; 0 = all cores", "0"},

@@ -30,7 +30,8 @@ class Checkpoint;
 struct LoadOptions {
     std::string device = "cpu";   // "cpu" or "cuda[:N]"
     // auto | f32 | f16 | bf16. On CPU the weights' storage (auto: each tensor as in the checkpoint;
-    // compute is float32 either way); on CUDA the compute dtype (auto: float32).
+    // compute is float32 either way); on CUDA the storage and compute dtype (auto: the checkpoint's
+    // own, as torch_dtype="auto"). models/ModelMemory.h: chooseWeightFormat.
     std::string dtype = "auto";
     int threads = 0;              // threads of the one pool; 0 = all cores
     // Tokens to be generated after a prompt (--max-new-tokens): the memory check's KV estimate.

@@ -1,6 +1,7 @@
 // Model::beginLoad: the part of loading every family shares — and the memory check that
 // refuses a model before it can get the process OOM-killed.
 #include "models/Model.h"
+#include "models/ModelMemory.h"
 
 #include "Error.h"
 #include "MemoryBudget.h"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 namespace kvsteer {
 
@@ -17,57 +19,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
-WeightFormat weightFormat(const LoadOptions& o) {
-    WeightFormat f;
+// The device of --device, checked: a CUDA device this libtorch cannot use is an error now.
+c10::Device deviceOf(const LoadOptions& o) {
+    c10::Device device(c10::kCPU);
     try {
-        f.device = c10::Device(o.device);
+        device = c10::Device(o.device);
     } catch (const std::exception&) {
         throw Error("device '" + o.device + "' is not valid (expected cpu or cuda[:N])");
     }
-    if (f.device.is_cuda() && !deviceAvailable(f.device))
+    if (device.is_cuda() && !deviceAvailable(device))
         throw Error("device '" + o.device + "' requested but this libtorch has no usable CUDA device");
-    const c10::ScalarType dtype = parseDtype(o.dtype);
-    // CPU computes in float32 whatever the storage (see nn/Linear.h); CUDA computes in the dtype
-    // asked for, float32 for auto (no kvsteer kernels there to widen 16-bit weights).
-    if (f.device.is_cpu()) {
-        f.storage = dtype;
-        f.compute = c10::ScalarType::Float;
-    } else {
-        f.storage = f.compute = dtype == c10::ScalarType::Undefined ? c10::ScalarType::Float : dtype;
-    }
-    return f;
+    return device;
 }
 
-// The peak a loaded model reaches, from the config and the checkpoint's headers: weights as kept,
-// KV caches for a prompt (image + 128 text tokens) plus the reserved new tokens, and the largest
-// prefill buffers. An estimate on the safe side, not an accounting.
+// The dtype most of the checkpoint's weight bytes are stored in.
+c10::ScalarType storedDtype(const Checkpoint& ckpt) {
+    std::map<std::string, int64_t> bytes;
+    for (const std::string& name : ckpt.canonicalNames()) bytes[ckpt.diskDtype(name)] += ckpt.bytes(name, c10::ScalarType::Undefined);
+    std::string best;
+    for (const auto& [dtype, n] : bytes)
+        if (best.empty() || n > bytes[best]) best = dtype;
+    return best.empty() ? c10::ScalarType::Float : safetensorsDtype(best);
+}
+
+// The checkpoint's weights in the storage dtype, then the estimate (ModelMemory.h).
 MemoryNeed estimateMemory(const ModelConfig& c, const Checkpoint& ckpt, const WeightFormat& f, int64_t reserveTokens) {
-    MemoryNeed need;
-    for (const std::string& name : ckpt.canonicalNames()) need.weights += ckpt.bytes(name, f.storage);
-
-    const TextConfig& t = c.text;
-    const int64_t act = static_cast<int64_t>(c10::elementSize(f.compute));
-    const int64_t prompt = (c.hasVision ? c.imageSeqLength() : 0) + 128;
-    need.contextTokens = std::min<int64_t>(prompt + std::max<int64_t>(reserveTokens, 1), t.maxPositionEmbeddings);
-    // K and V of every layer; four caches at the peak: the kept snapshot, a steered copy and the
-    // side-by-side pair (one batch of two).
-    const int64_t perToken = 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * act;
-    need.kvCache = 4 * perToken * need.contextTokens;
-
-    const int64_t tp = std::min(prompt, t.maxPositionEmbeddings);
-    const int64_t qkv = int64_t(t.numHeads + 2 * t.numKvHeads) * t.headDim;
-    const int64_t decoder = tp * act * (4 * t.hiddenSize + qkv + 3 * t.intermediateSize) +
-                            3 * int64_t(t.numHeads) * tp * tp * act + 2 * t.vocabSize * act;
-    int64_t vision = 0;
-    if (c.hasVision) {
-        const VisionConfig& v = c.vision;
-        const int64_t tv = v.numPatches() + 1;
-        vision = tv * act * (4 * v.hiddenSize + 2 * v.intermediateSize) + 3 * int64_t(v.numHeads) * tv * tv * act;
-    }
-    const int64_t panels = int64_t(currentThreads()) * (4 << 20);   // the kernels' float32 weight panels
-    const int64_t runtime = int64_t(300) << 20;                      // libtorch, code, allocator slack
-    need.activations = std::max(decoder, vision) + panels + runtime;
-    return need;
+    int64_t weights = 0;
+    for (const std::string& name : ckpt.canonicalNames()) weights += ckpt.bytes(name, f.storage);
+    return estimateMemory(c, weights, f.compute, reserveTokens);
 }
 
 // What would make a refused model fit: keeping 16-bit weights, or a shorter generation (the
@@ -95,13 +74,7 @@ std::string memoryAdvice(const ModelConfig& c, const Checkpoint& ckpt, const Wei
 
 // The dtype most weight bytes are kept in, for the status bar and `inspect`.
 std::string dominantDtype(const Checkpoint& ckpt, const WeightFormat& f) {
-    if (f.storage != c10::ScalarType::Undefined) return dtypeName(f.storage);
-    std::map<std::string, int64_t> bytes;
-    for (const std::string& name : ckpt.canonicalNames()) bytes[ckpt.diskDtype(name)] += ckpt.bytes(name, c10::ScalarType::Undefined);
-    std::string best;
-    for (const auto& [dtype, n] : bytes)
-        if (best.empty() || n > bytes[best]) best = dtype;
-    return best.empty() ? best : dtypeName(safetensorsDtype(best));
+    return dtypeName(f.storage != c10::ScalarType::Undefined ? f.storage : storedDtype(ckpt));
 }
 
 } // namespace
@@ -121,8 +94,9 @@ Checkpoint Model::beginLoad(const std::string& directory, ModelConfig config, co
         throw Error("tokenizer in " + directory + ": " + std::to_string(tokenizer_->vocabSize()) +
                     " tokens do not fit the model's vocab_size " + std::to_string(config_.text.vocabSize));
 
-    format_ = weightFormat(options);
+    const c10::Device device = deviceOf(options);
     Checkpoint ckpt = Checkpoint::open(directory);
+    format_ = chooseWeightFormat(device, parseDtype(options.dtype), storedDtype(ckpt));
     // Memory is checked before a byte of weights is touched: refuse rather than be OOM-killed.
     const MemoryNeed need = estimateMemory(config_, ckpt, format_, options.reserveTokens);
     std::vector<Remedy> remedies;
@@ -142,6 +116,47 @@ Checkpoint Model::beginLoad(const std::string& directory, ModelConfig config, co
     diskDtypes_ = ckpt.parametersByDtype();
     shardCount_ = ckpt.fileCount();
     return ckpt;
+}
+
+WeightFormat chooseWeightFormat(const c10::Device& device, c10::ScalarType requested, c10::ScalarType stored) {
+    WeightFormat f;
+    f.device = device;
+    if (device.is_cpu()) {
+        f.storage = requested;
+        f.compute = c10::ScalarType::Float;
+    } else {
+        f.storage = f.compute = requested != c10::ScalarType::Undefined ? requested : stored;
+    }
+    return f;
+}
+
+MemoryNeed estimateMemory(const ModelConfig& c, int64_t weightBytes, c10::ScalarType compute, int64_t reserveTokens) {
+    MemoryNeed need;
+    need.weights = weightBytes;
+
+    const TextConfig& t = c.text;
+    const int64_t act = static_cast<int64_t>(c10::elementSize(compute));
+    const int64_t prompt = (c.hasVision ? c.imageSeqLength() : 0) + 128;
+    need.contextTokens = std::min<int64_t>(prompt + std::max<int64_t>(reserveTokens, 1), t.maxPositionEmbeddings);
+    // K and V of every layer; four caches at the peak: the kept snapshot, a steered copy and the
+    // side-by-side pair (one batch of two).
+    const int64_t perToken = 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * act;
+    need.kvCache = 4 * perToken * need.contextTokens;
+
+    const int64_t tp = std::min(prompt, t.maxPositionEmbeddings);
+    const int64_t qkv = int64_t(t.numHeads + 2 * t.numKvHeads) * t.headDim;
+    const int64_t decoder = tp * act * (4 * t.hiddenSize + qkv + 3 * t.intermediateSize) +
+                            3 * int64_t(t.numHeads) * tp * tp * act + 2 * t.vocabSize * act;
+    int64_t vision = 0;
+    if (c.hasVision) {
+        const VisionConfig& v = c.vision;
+        const int64_t tv = v.numPatches() + 1;
+        vision = tv * act * (4 * v.hiddenSize + 2 * v.intermediateSize) + 3 * int64_t(v.numHeads) * tv * tv * act;
+    }
+    const int64_t panels = int64_t(currentThreads()) * (4 << 20);   // the kernels' float32 weight panels
+    const int64_t runtime = int64_t(300) << 20;                      // libtorch, code, allocator slack
+    need.activations = std::max(decoder, vision) + panels + runtime;
+    return need;
 }
 
 } // namespace kvsteer
