@@ -3,6 +3,7 @@
 #include "Error.h"
 #include "cache/KVCache.h"
 #include "io/Checkpoint.h"
+#include "nn/RmsNorm.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
@@ -20,7 +21,6 @@
 #include <ATen/ops/reciprocal.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/logical_and.h>
-#include <ATen/ops/rsqrt.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/softmax.h>
 
@@ -113,10 +113,7 @@ at::Tensor TransformerDecoder::embed(const at::Tensor& ids) const {
 }
 
 at::Tensor TransformerDecoder::rmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
-    // Always in float32, like transformers' LlamaRMSNorm, then back to the compute dtype.
-    at::Tensor h = x.to(at::kFloat);
-    h = h * at::rsqrt(h.pow(2).mean(-1, true) + config_.rmsNormEps);
-    return weight * h.to(x.scalar_type());
+    return kvsteer::rmsNorm(x, weight, config_.rmsNormEps);   // in float32, like transformers' LlamaRMSNorm
 }
 
 at::Tensor TransformerDecoder::activation(const at::Tensor& gate) const {

@@ -2,8 +2,6 @@
 
 #include "Error.h"
 
-#include <initializer_list>
-#include <utility>
 
 namespace kvsteer {
 
@@ -54,16 +52,10 @@ std::vector<int> ropeOf(json& text, const std::string& where, double& ropeTheta)
 }
 
 void validate(const Qwen2VisionConfig& v, const std::string& where) {
-    for (const auto& [value, name] : std::initializer_list<std::pair<int, const char*>>{{v.depth, "depth"}, {v.embedDim, "hidden_size"}, {v.intermediateSize, "intermediate_size"},
-                                      {v.numHeads, "num_heads"}, {v.hiddenSize, "out_hidden_size"}, {v.patchSize, "patch_size"},
-                                      {v.temporalPatchSize, "temporal_patch_size"}, {v.spatialMergeSize, "spatial_merge_size"},
-                                      {v.windowSize, "window_size"}})
-        requirePositive(value, name, where);
-    if (v.inChannels != 3) throw Error(where + ": in_channels must be 3 (RGB), got " + std::to_string(v.inChannels));
+    validateQwenVisionShape(v, where);
+    requirePositive(v.intermediateSize, "intermediate_size", where);
+    requirePositive(v.windowSize, "window_size", where);
     requireOneOf(v.hiddenAct, {"silu"}, "hidden_act", where);
-    if (v.embedDim % v.numHeads != 0 || v.headDim() % 4 != 0)
-        throw Error(where + ": hidden_size / num_heads = " + std::to_string(v.embedDim) + " / " + std::to_string(v.numHeads) +
-                    " must give a head_dim that is a multiple of 4 (2D rotary embedding)");
     if (v.windowSize % (v.patchSize * v.spatialMergeSize) != 0)
         throw Error(where + ": window_size " + std::to_string(v.windowSize) + " must be a multiple of patch_size x spatial_merge_size (" +
                     std::to_string(v.patchSize * v.spatialMergeSize) + ")");
@@ -97,12 +89,7 @@ Qwen2VisionConfig parseQwen25VisionConfig(const json& j, const std::string& wher
         readKey(*it, "rope_theta", theta, w);
         if (theta != 10000.0) throw Error(w + ": rope_parameters.rope_theta " + std::to_string(theta) + " is not supported (expected 10000)");
     }
-    int legacy = 3;
-    readKey(j, "in_chans", legacy, w);   // the hub's name
-    v.inChannels = legacy;
-    readKey(j, "in_channels", v.inChannels, w);
-    if (j.contains("in_channels") && j.contains("in_chans") && v.inChannels != legacy)
-        throw Error(w + ": in_channels " + std::to_string(v.inChannels) + " contradicts in_chans " + std::to_string(legacy));
+    v.inChannels = readInChannels(j, w, v.inChannels);   // the hub writes in_chans
     validate(v, w);
     return v;
 }

@@ -8,6 +8,14 @@ using namespace configjson;
 
 namespace {
 
+void validate(const Qwen2VisionConfig& v, const std::string& where) {
+    validateQwenVisionShape(v, where);
+    if (!(v.mlpRatio > 0) || v.mlpHidden() <= 0) throw Error(where + ": field 'mlp_ratio' must be positive");
+    requireOneOf(v.hiddenAct, {"quick_gelu"}, "hidden_act", where);
+}
+
+} // namespace
+
 // in_channels is the current key; in_chans the legacy one the released checkpoints still carry
 // (transformers ignores it, but a file that states two different values is contradictory).
 int readInChannels(const json& j, const std::string& where, int fallback) {
@@ -21,7 +29,7 @@ int readInChannels(const json& j, const std::string& where, int fallback) {
     return hasCurrent ? current : legacy;
 }
 
-void validate(const Qwen2VisionConfig& v, const std::string& where) {
+void validateQwenVisionShape(const Qwen2VisionConfig& v, const std::string& where) {
     requirePositive(v.depth, "depth", where);
     requirePositive(v.embedDim, "embed_dim", where);
     requirePositive(v.numHeads, "num_heads", where);
@@ -29,9 +37,7 @@ void validate(const Qwen2VisionConfig& v, const std::string& where) {
     requirePositive(v.patchSize, "patch_size", where);
     requirePositive(v.temporalPatchSize, "temporal_patch_size", where);
     requirePositive(v.spatialMergeSize, "spatial_merge_size", where);
-    if (!(v.mlpRatio > 0) || v.mlpHidden() <= 0) throw Error(where + ": field 'mlp_ratio' must be positive");
     if (v.inChannels != 3) throw Error(where + ": in_channels must be 3 (RGB), got " + std::to_string(v.inChannels));
-    requireOneOf(v.hiddenAct, {"quick_gelu"}, "hidden_act", where);
     if (v.embedDim % v.numHeads != 0)
         throw Error(where + ": embed_dim (" + std::to_string(v.embedDim) + ") must be divisible by num_heads (" +
                     std::to_string(v.numHeads) + ")");
@@ -40,7 +46,6 @@ void validate(const Qwen2VisionConfig& v, const std::string& where) {
                     " must be a multiple of 4 (2D rotary embedding)");
 }
 
-} // namespace
 
 Qwen2VisionConfig parseQwen2VisionConfig(const json& j, const std::string& where) {
     const std::string w = where + " (vision_config)";

@@ -45,6 +45,12 @@ struct Qwen2VisionConfig {
     int mergerWidth() const { return embedDim * mergeUnit(); }              // the merger's input/hidden width
 };
 
+// The checks both towers share: positive sizes, RGB input, a head_dim the 2D RoPE can split (a
+// multiple of 4). Field names are Qwen2-VL's (embed_dim is Qwen2.5-VL's hidden_size).
+void validateQwenVisionShape(const Qwen2VisionConfig& v, const std::string& where);
+// in_channels, or the legacy in_chans the released checkpoints carry (both: they must agree).
+int readInChannels(const configjson::json& visionConfig, const std::string& where, int fallback);
+
 // Parses the vision_config object (absent keys keep the defaults); `where` names the file in
 // errors. Throws kvsteer::Error for a wrong type, a non-positive size, in_channels other than
 // 3, hidden_act other than quick_gelu, or embed_dim / num_heads not giving a head_dim that is a

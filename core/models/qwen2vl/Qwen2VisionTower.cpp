@@ -4,12 +4,12 @@
 #include "io/Checkpoint.h"
 #include "models/qwen2vl/Qwen2VisionRope.h"
 #include "models/qwen2vl/VisionWindows.h"
+#include "nn/RmsNorm.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cos.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/rsqrt.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/gelu.h>
@@ -122,10 +122,8 @@ at::Tensor Qwen2VisionTower::attention(const at::Tensor& y, const Block& b, cons
 
 // LayerNorm (Qwen2-VL) or RMSNorm in float32 (Qwen2.5-VL, as transformers' Qwen2RMSNorm), eps 1e-6.
 at::Tensor Qwen2VisionTower::norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const {
-    if (!config_.rmsNormSwiGlu) return at::layer_norm(x, {config_.embedDim}, weight, bias, config_.layerNormEps);
-    const at::Tensor x32 = x.to(at::kFloat);
-    const at::Tensor normed = x32 * at::rsqrt(x32.pow(2).mean(-1, true) + config_.layerNormEps);
-    return weight * normed.to(x.scalar_type());
+    return config_.rmsNormSwiGlu ? rmsNorm(x, weight, config_.layerNormEps)
+                                 : at::layer_norm(x, {config_.embedDim}, weight, bias, config_.layerNormEps);
 }
 
 at::Tensor Qwen2VisionTower::mlp(const at::Tensor& y, const Block& b) const {
@@ -148,30 +146,27 @@ at::Tensor Qwen2VisionTower::runBlocks(const at::Tensor& x, const GridThw& grid,
     const at::Tensor angles = visionRotaryAngles(patchPositions(grid, config_.spatialMergeSize), config_.headDim());   // [N, d/2]
     if (trace) trace->rotaryAngles = angles;
     const std::vector<int64_t> frames(size_t(grid.t), grid.patchesPerFrame());
-    if (config_.windowSize == 0) {
-        const at::Tensor onDevice = angles.to(format_.device);
-        const at::Tensor cos = at::cos(onDevice), sin = at::sin(onDevice);   // float32, as transformers keeps them
-        at::Tensor h = x;
-        for (const Block& b : blocks_) h = block(h, b, cos, sin, frames);
-        return h;
-    }
-    // Window attention: the rows (and their rotary angles) regrouped window by window, a cell's
-    // merge-unit rows staying together; the blocks; the rows put back.
-    const int64_t unit = config_.mergeUnit(), m = config_.spatialMergeSize;
-    const VisionWindows w = visionWindows(grid.t, grid.h / m, grid.w / m, config_.windowSide());
-    std::vector<int64_t> rowOrder;
-    for (int64_t cell : w.cellOrder)
-        for (int64_t j = 0; j < unit; ++j) rowOrder.push_back(cell * unit + j);
+    // Window attention (Qwen2.5-VL): the rows and their rotary angles regrouped window by window,
+    // a cell's merge-unit rows staying together, then the blocks, then the rows put back.
     std::vector<int64_t> windows;
-    for (int64_t cells : w.cellsPerWindow) windows.push_back(cells * unit);
-    const at::Tensor order = at::tensor(rowOrder, at::kLong);
-    const at::Tensor onDevice = angles.index_select(0, order).to(format_.device);
-    const at::Tensor cos = at::cos(onDevice), sin = at::sin(onDevice);
-    const at::Tensor toDevice = order.to(format_.device);
-    at::Tensor h = x.index_select(0, toDevice);
+    at::Tensor order;   // undefined: the listing order throughout (Qwen2-VL)
+    if (config_.windowSize > 0) {
+        const int64_t unit = config_.mergeUnit(), m = config_.spatialMergeSize;
+        const VisionWindows w = visionWindows(grid.t, grid.h / m, grid.w / m, config_.windowSide());
+        std::vector<int64_t> rowOrder;
+        for (int64_t cell : w.cellOrder)
+            for (int64_t j = 0; j < unit; ++j) rowOrder.push_back(cell * unit + j);
+        for (int64_t cells : w.cellsPerWindow) windows.push_back(cells * unit);
+        order = at::tensor(rowOrder, at::kLong);
+    }
+    const at::Tensor onDevice = (order.defined() ? angles.index_select(0, order) : angles).to(format_.device);
+    const at::Tensor cos = at::cos(onDevice), sin = at::sin(onDevice);   // float32, as transformers keeps them
+    const at::Tensor rows = order.defined() ? order.to(format_.device) : at::Tensor();
+    at::Tensor h = rows.defined() ? x.index_select(0, rows) : x;
     for (size_t i = 0; i < blocks_.size(); ++i) h = block(h, blocks_[i], cos, sin, config_.windowed(int(i)) ? windows : frames);
+    if (!rows.defined()) return h;
     at::Tensor back = at::empty_like(h);
-    back.index_copy_(0, toDevice, h);   // row rowOrder[i] of the listing is row i of the window order
+    back.index_copy_(0, rows, h);   // row rowOrder[i] of the listing is row i of the window order
     return back;
 }
 

@@ -6,10 +6,8 @@ namespace kvsteer {
 
 using namespace configjson;
 
-namespace {
-
 // Qwen2Config's defaults (Qwen2VLConfig differs in the sizes, rms_norm_eps 1e-5 and rope_theta).
-TextConfig qwen2Defaults(bool vl) {
+TextConfig qwen2TextDefaults(bool vl) {
     TextConfig t;
     t.vocabSize = vl ? 152064 : 151936;
     t.hiddenSize = vl ? 8192 : 4096;
@@ -26,7 +24,7 @@ TextConfig qwen2Defaults(bool vl) {
 }
 
 // M-RoPE's sections from rope_scaling (Qwen2-VL); plain RoPE (null) for Qwen2.
-std::vector<int> mropeSections(json& j, const std::string& where, bool vl) {
+std::vector<int> readMropeSections(json& j, const std::string& where, bool vl) {
     std::vector<int> sections;
     auto it = j.find("rope_scaling");
     if (it == j.end() || it->is_null()) {
@@ -45,6 +43,8 @@ std::vector<int> mropeSections(json& j, const std::string& where, bool vl) {
     return sections;
 }
 
+namespace {
+
 std::string canonicalJson(const Qwen2VlConfig& q) {
     const ModelConfig& c = q.model;
     const TextConfig& t = c.text;
@@ -61,10 +61,6 @@ std::string canonicalJson(const Qwen2VlConfig& q) {
 }
 
 } // namespace
-
-TextConfig qwen2TextDefaults(bool vl) { return qwen2Defaults(vl); }
-
-std::vector<int> readMropeSections(json& j, const std::string& where, bool vl) { return mropeSections(j, where, vl); }
 
 void finishQwenVlConfig(Qwen2VlConfig& q, const std::vector<int>& sections, const json& top, const std::string& where) {
     ModelConfig& c = q.model;
@@ -112,8 +108,8 @@ Qwen2VlConfig parseQwen2VlConfig(const std::string& text, const std::string& whe
     readKey(j, "use_sliding_window", slidingWindow, where);
     if (slidingWindow) throw Error(where + ": use_sliding_window true is not supported (expected false)");
 
-    const std::vector<int> sections = mropeSections(j, where, vl);
-    c.text = parseText(j, where, qwen2Defaults(vl));
+    const std::vector<int> sections = readMropeSections(j, where, vl);
+    c.text = parseText(j, where, qwen2TextDefaults(vl));
     c.hasVision = vl;
     if (vl) q.vision = parseQwen2VisionConfig(subObject(j, "vision_config", where), where);
     finishQwenVlConfig(q, sections, j, where);

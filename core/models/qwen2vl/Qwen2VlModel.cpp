@@ -24,7 +24,6 @@ std::shared_ptr<Qwen2VlModel> Qwen2VlModel::load(const std::string& directory, c
 }
 
 std::shared_ptr<Qwen2VlModel> Qwen2VlModel::loadParsed(const std::string& directory, const LoadOptions& options, Qwen2VlConfig parsed) {
-    if (!fs::is_directory(directory)) throw Error("model directory " + directory + ": does not exist or is not a directory");
     std::shared_ptr<Qwen2VlModel> m(new Qwen2VlModel());
     if (parsed.model.hasVision) {
         const fs::path pre = fs::path(directory) / "preprocessor_config.json";
