@@ -140,15 +140,18 @@ struct StepLogProbs {
     std::optional<double> firstStepKl;
 
     void add(const PairEvent& ev, const Tokenizer& tokenizer) {
-        if (ev.step == 0 && ev.unsteered.logits && ev.steered.logits) firstStepKl = klDivergence(*ev.unsteered.logits, *ev.steered.logits);
         const TokenEvent* streams[2] = {&ev.unsteered, &ev.steered};
+        at::Tensor logProbs[2];   // each stream's, once a step
+        for (int s = 0; s < 2; ++s)
+            if (streams[s]->id >= 0 && streams[s]->logits) logProbs[s] = logProbabilities(*streams[s]->logits);
+        if (ev.step == 0 && logProbs[0].defined() && logProbs[1].defined()) firstStepKl = klDivergence(logProbs[0], logProbs[1]);
         for (int s = 0; s < 2; ++s) {
             const TokenEvent& t = *streams[s];
-            if (t.id < 0 || !t.logits) continue;   // the stream has ended
+            if (!logProbs[s].defined()) continue;   // the stream has ended
             nlohmann::ordered_json top = nlohmann::ordered_json::array();
-            for (const TokenLogProb& c : topLogProbs(*t.logits, topK))
+            for (const TokenLogProb& c : topLogProbs(logProbs[s], topK))
                 top.push_back({{"id", c.id}, {"token", tokenText(tokenizer, c.id)}, {"logprob", c.logProb}});
-            steps[s].push_back({{"step", ev.step}, {"id", t.id}, {"logprob", logProbOf(*t.logits, t.id)}, {"top", top}});
+            steps[s].push_back({{"step", ev.step}, {"id", t.id}, {"logprob", logProbOf(logProbs[s], t.id)}, {"top", top}});
         }
     }
 };

@@ -12,14 +12,9 @@
 
 namespace kvsteer {
 
-namespace {
+at::Tensor logProbabilities(const at::Tensor& logits) { return at::log_softmax(logits.reshape({-1}).to(at::kCPU, at::kDouble), 0); }
 
-at::Tensor logSoftmax(const at::Tensor& logits) { return at::log_softmax(logits.reshape({-1}).to(at::kCPU, at::kDouble), 0); }
-
-} // namespace
-
-std::vector<TokenLogProb> topLogProbs(const at::Tensor& logits, int k) {
-    const at::Tensor lp = logSoftmax(logits);
+std::vector<TokenLogProb> topLogProbs(const at::Tensor& lp, int k) {
     const auto [values, indices] = at::topk(lp, std::min<int64_t>(k, lp.numel()));
     const auto v = values.accessor<double, 1>();
     const auto id = indices.accessor<int64_t, 1>();
@@ -28,14 +23,12 @@ std::vector<TokenLogProb> topLogProbs(const at::Tensor& logits, int k) {
     return out;
 }
 
-double logProbOf(const at::Tensor& logits, int64_t id) {
-    const at::Tensor lp = logSoftmax(logits);
+double logProbOf(const at::Tensor& lp, int64_t id) {
     if (id < 0 || id >= lp.numel()) throw Error("logProbOf: token id " + std::to_string(id) + " is outside the vocabulary");
     return lp[id].item<double>();
 }
 
-double klDivergence(const at::Tensor& logitsP, const at::Tensor& logitsQ) {
-    const at::Tensor p = logSoftmax(logitsP), q = logSoftmax(logitsQ);
+double klDivergence(const at::Tensor& p, const at::Tensor& q) {
     return at::sum(at::exp(p) * (p - q)).item<double>();
 }
 
@@ -50,7 +43,7 @@ std::vector<double> continuationLogProbs(const Session& session, KVCache cache, 
     int64_t fed = seed;
     for (int64_t id : ids) {
         const at::Tensor logits = session.feed(cache, {fed}, &pass);
-        out.push_back(logProbOf(logits, id));
+        out.push_back(logProbOf(logProbabilities(logits), id));
         fed = id;
     }
     return out;

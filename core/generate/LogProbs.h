@@ -18,11 +18,13 @@ struct TokenLogProb {
     double logProb = 0;
 };
 
-// The `k` most likely tokens of logits [V], most likely first.
-std::vector<TokenLogProb> topLogProbs(const at::Tensor& logits, int k);
-double logProbOf(const at::Tensor& logits, int64_t id);
-// KL(P || Q) in nats, P and Q the softmax of the two logit vectors [V].
-double klDivergence(const at::Tensor& logitsP, const at::Tensor& logitsQ);
+// log softmax of logits [V], float64 on the CPU: what the functions below read, computed once a step.
+at::Tensor logProbabilities(const at::Tensor& logits);
+// The `k` most likely tokens, most likely first.
+std::vector<TokenLogProb> topLogProbs(const at::Tensor& logProbs, int k);
+double logProbOf(const at::Tensor& logProbs, int64_t id);
+// KL(P || Q) in nats.
+double klDivergence(const at::Tensor& logProbsP, const at::Tensor& logProbsQ);
 
 // log p(ids[i] | prompt, ids[0..i-1]) for each i: `cache` continued with `seed` (the last prompt
 // token) and then ids[0..n-2], one token at a time, with a spotlight plan's `attentionBias`.

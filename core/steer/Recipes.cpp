@@ -85,10 +85,8 @@ std::vector<ImagePair> loadImagePairs(const std::string& path, const std::string
     const std::filesystem::path folder = std::filesystem::path(path).parent_path();
     // Paths are relative to the pairs file, so a folder of pairs moves as one; a MASK form
     // (rect:..., tokens:...) is not a path.
-    auto resolve = [&](const std::string& p) {
-        const bool form = p.rfind("rect:", 0) == 0 || p.rfind("tokens:", 0) == 0;
-        return form || std::filesystem::path(p).is_absolute() ? p : (folder / p).string();
-    };
+    auto isForm = [](const std::string& p) { return p.rfind("rect:", 0) == 0 || p.rfind("tokens:", 0) == 0; };
+    auto resolve = [&](const std::string& p) { return isForm(p) || std::filesystem::path(p).is_absolute() ? p : (folder / p).string(); };
     std::vector<ImagePair> pairs;
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
@@ -101,8 +99,7 @@ std::vector<ImagePair> loadImagePairs(const std::string& path, const std::string
             pair.mask = j.contains("mask") ? resolve(j.at("mask").get<std::string>()) : "";
             const std::string a = resolve(j.at("image_a").get<std::string>()), b = resolve(j.at("image_b").get<std::string>());
             // A mask file is read once the pair's grid is known: say now that one is missing.
-            if (!pair.mask.empty() && pair.mask.rfind("rect:", 0) != 0 && pair.mask.rfind("tokens:", 0) != 0 &&
-                !std::filesystem::exists(pair.mask))
+            if (!pair.mask.empty() && !isForm(pair.mask) && !std::filesystem::exists(pair.mask))
                 throw Error("mask " + pair.mask + ": file not found (a mask file, or a rect: / tokens: form)");
             pair.a = loadImage(a);
             pair.b = loadImage(b);
@@ -148,14 +145,16 @@ SteeringVectors extractImagePairs(std::shared_ptr<const Model> model, const std:
             throw Error("recipe image-pairs: " + where + "the images lay out on a " + grid(sa) + " grid, the first pair's on " + grid(first) +
                         "; per-position vectors need every pair on one grid");
         const at::Tensor w = pairWeights(pair, sa);
-        if (options.pca && !pair.mask.empty() && (w > 0.5).sum().item<int64_t>() == 0)
+        // PCA pools the cells the mask paints above 0.5 (all of them without a mask).
+        const at::Tensor painted = pair.mask.empty() ? at::Tensor() : at::where(w.reshape({-1}) > 0.5)[0];
+        if (options.pca && painted.defined() && painted.numel() == 0)
             throw Error("recipe image-pairs: " + where + "--pca takes the cells the mask paints above 0.5, and " + pair.mask + " paints none");
         for (int l = 0; l < layers; ++l)
             for (bool keys : {true, false}) {
                 const size_t slot = size_t(2 * l + (keys ? 0 : 1));
                 const at::Tensor diffs = visualKV(*a, l, keys, options.keySpace) - visualKV(*b, l, keys, options.keySpace);   // [H, N, D]
                 if (options.pca) {
-                    pooled[slot].push_back(pair.mask.empty() ? diffs : diffs.index_select(1, at::where(w.reshape({-1}) > 0.5)[0]));
+                    pooled[slot].push_back(painted.defined() ? diffs.index_select(1, painted) : diffs);
                     continue;
                 }
                 const at::Tensor delta = options.perPosition ? (diffs * w).contiguous()
