@@ -10,6 +10,7 @@ packages=(
   python3-numpy                                 # test_cli: a vector file written by plain Python (docs/FORMAT.md)
   libsentencepiece-dev sentencepiece            # spm_train/spm_encode: the demo tokenizer and the tokenizer tests
   libpcre2-dev libicu-dev                       # byte-level BPE (Qwen2): the pre-tokenizer regex (PCRE2), NFC (ICU unorm2)
+  python3-sentencepiece python3-yaml ninja-build # ../shared/peer/bench-llamacpp.sh: GGUF conversion, llama.cpp's build
   xvfb xauth imagemagick                        # the studio screenshot script
   clang libclang-rt-14-dev libomp-dev           # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes, clang's OpenMP
 )

@@ -11,6 +11,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/equal.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/randint.h>
@@ -265,6 +266,38 @@ private slots:
         for (const char* bad : {"", "avx", "avx5120", "sse4", " avx2", "portable\n"})
             QVERIFY2(!detail::parseIsaName(bad, &parsed), bad);
         QVERIFY(!detail::parseIsaName(nullptr, &parsed));
+    }
+
+    void stackedEqualsPartByPart() {
+        // A fused projection in one pass (skinny rows handed out as blocks to whichever thread is
+        // free) gives each part's columns exactly the bits a matmul of that part alone gives, on
+        // every ISA, on one thread and two; an empty part in the middle changes nothing.
+        IsaRestorer restore;
+        at::manual_seed(7);
+        const at::Tensor x = at::randn({12, 300});
+        const std::vector<int64_t> partRows = {700, 0, 33, 2000};
+        std::vector<at::Tensor> parts;
+        std::vector<WeightView> views;
+        for (int64_t rows : partRows) {
+            parts.push_back(at::randn({rows, 300}).to(at::kHalf));
+            views.push_back(WeightView{parts.back().data_ptr(), WeightType::F16, rows, 300, 300});
+        }
+        const int64_t total = 2733;
+        for (Isa isa : supportedIsas())
+            for (int threads : {1, 2})
+                for (int64_t m : {1, 2, 8, 12}) {
+                    forceIsa(isa);
+                    setThreads(threads);
+                    at::Tensor stacked = at::full({m, total}, 7.0f), alone = at::full({m, total}, 7.0f);
+                    matmulStacked(x.data_ptr<float>(), m, 300, views.data(), int(views.size()), stacked.data_ptr<float>(), total);
+                    int64_t column = 0;
+                    for (const WeightView& v : views) {
+                        matmul(x.data_ptr<float>(), m, 300, v, alone.data_ptr<float>() + column, total);
+                        column += v.rows;
+                    }
+                    QVERIFY2(at::equal(stacked, alone), qPrintable(QString("%1, %2 threads, m=%3").arg(isaName(isa)).arg(threads).arg(m)));
+                }
+        setThreads(2);
     }
 
     void twoThreadsMatchOne() {

@@ -182,14 +182,58 @@ bool handleEmpty(int64_t m, const WeightView& w, float* y, int64_t yStride) {
 } // namespace
 
 void skinnyMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride) {
-    if (handleEmpty(m, w, y, yStride)) return;
+    skinnyMatmulStacked(x, m, xStride, &w, 1, y, yStride);
+}
+
+namespace {
+
+// Rows of a stack of weights handed out as blocks: block b of part p covers rows
+// [b * blockRows, ...) of that part. Blocks are about kSkinnyBlockBytes of weights, so that a
+// thread streams long enough runs for the prefetchers, and there are many of them, so that a
+// thread that runs late (a busy neighbour, a page the other thread already faulted in) takes
+// fewer of them instead of the whole pool waiting for it at the end of the matmul.
+constexpr int64_t kSkinnyBlockBytes = 256 << 10;
+
+int64_t skinnyBlockRows(const WeightView& w) {
+    const int64_t bytesPerRow = w.cols * (w.type == WeightType::F32 ? 4 : 2);
+    return std::max<int64_t>(kRowQuantum, kSkinnyBlockBytes / std::max<int64_t>(1, bytesPerRow) / kRowQuantum * kRowQuantum);
+}
+
+} // namespace
+
+void skinnyMatmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y,
+                         int64_t yStride) {
+    // Output columns: part p fills [columnOf[p], columnOf[p] + parts[p].rows).
+    std::vector<int64_t> firstBlock{0}, columnOf{0}, blockRows;
+    int64_t weights = 0;
+    for (int p = 0; p < count; ++p) {
+        const bool empty = handleEmpty(m, parts[p], y + columnOf[p], yStride);
+        blockRows.push_back(skinnyBlockRows(parts[p]));
+        firstBlock.push_back(firstBlock[p] + (empty ? 0 : divUp(parts[p].rows, blockRows[p])));
+        columnOf.push_back(columnOf[p] + parts[p].rows);
+        weights += parts[p].rows * parts[p].cols;
+    }
+    const int64_t blocks = firstBlock[count];
+    if (blocks == 0) return;
     const KernelTable& table = activeTable();
-    // One contiguous chunk of W rows per thread: each thread streams its own part of the matrix.
+    auto runBlock = [&](int64_t b) {
+        int p = 0;
+        while (b >= firstBlock[p + 1]) ++p;
+        const WeightView& w = parts[p];
+        const int64_t n0 = (b - firstBlock[p]) * blockRows[p], n1 = std::min(w.rows, n0 + blockRows[p]);
+        skinnyBlock(table, x, m, xStride, w, n0, n1, y + columnOf[p], yStride);
+    };
     const int64_t threads = std::max(1, at::get_num_threads());
-    const int64_t chunkRows = roundUp(divUp(w.rows, threads), kRowQuantum);
-    const bool parallel = w.rows * w.cols >= kMinParallelWeights;
-    forEachRowBlock(w.rows, chunkRows, parallel, [&](int64_t n0, int64_t n1) {
-        skinnyBlock(table, x, m, xStride, w, n0, n1, y, yStride);
+    if (weights < kMinParallelWeights || threads == 1 || blocks == 1) {
+        for (int64_t b = 0; b < blocks; ++b) runBlock(b);
+        return;
+    }
+    // Each thread takes the next block not yet taken until none is left (the rows are independent,
+    // so which thread computes a row never changes its bits).
+    std::atomic<int64_t> next{0};
+    at::parallel_for(0, threads, 1, [&](int64_t, int64_t) {
+        for (int64_t b = next.fetch_add(1, std::memory_order_relaxed); b < blocks; b = next.fetch_add(1, std::memory_order_relaxed))
+            runBlock(b);
     });
 }
 
@@ -274,10 +318,15 @@ void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w
 }
 
 void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride) {
-    if (m <= kSkinnyMaxRows)
-        skinnyMatmul(x, m, xStride, w, y, yStride);
-    else
-        panelMatmul(x, m, xStride, w, y, yStride);
+    matmulStacked(x, m, xStride, &w, 1, y, yStride);
+}
+
+void matmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y, int64_t yStride) {
+    if (m <= kSkinnyMaxRows) return skinnyMatmulStacked(x, m, xStride, parts, count, y, yStride);
+    for (int p = 0; p < count; ++p) {   // compute-bound: one pool pass per part costs nothing here
+        panelMatmul(x, m, xStride, parts[p], y, yStride);
+        y += parts[p].rows;
+    }
 }
 
 } // namespace kvsteer::kernels

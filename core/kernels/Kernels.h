@@ -53,6 +53,14 @@ void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, flo
 void skinnyMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride);
 void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride);
 
+// y = x · [W_0; W_1; ...]ᵀ for count weights with the same cols: part p fills y's columns after
+// those of parts 0..p-1. A fused projection (q, k, v side by side) as one pass over the thread
+// pool: one wait for the slowest thread per projection, not one per part. m <= kSkinnyMaxRows
+// uses the skinny kernel, larger m the panel kernel part by part.
+void matmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y, int64_t yStride);
+void skinnyMatmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y,
+                         int64_t yStride);
+
 // Element conversions (exact), the scalar references the SIMD paths are tested against.
 float halfToFloat(uint16_t h);
 float bfloat16ToFloat(uint16_t b);

@@ -98,11 +98,9 @@ at::Tensor applyLinear(const at::Tensor& x, const LinearWeight& weight, const at
     const at::Tensor flat = x.reshape({-1, in}).contiguous();   // [rows, in]
     const int64_t rows = flat.size(0);
     at::Tensor y = at::empty({rows, out}, flat.options());      // [rows, out]
-    int64_t column = 0;
-    for (const at::Tensor& p : weight.parts) {   // part i fills columns [column, column + rows_i)
-        kernels::matmul(flat.data_ptr<float>(), rows, in, viewOf(p), y.data_ptr<float>() + column, out);
-        column += p.size(0);
-    }
+    std::vector<kernels::WeightView> parts;   // part i fills the columns after parts 0..i-1
+    for (const at::Tensor& p : weight.parts) parts.push_back(viewOf(p));
+    kernels::matmulStacked(flat.data_ptr<float>(), rows, in, parts.data(), int(parts.size()), y.data_ptr<float>(), out);
     if (bias.defined()) y.add_(bias.scalar_type() == at::kFloat ? bias : bias.to(at::kFloat));
     auto shape = x.sizes().vec();
     shape.back() = out;

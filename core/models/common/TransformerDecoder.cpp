@@ -3,7 +3,9 @@
 #include "Error.h"
 #include "cache/KVCache.h"
 #include "io/Checkpoint.h"
+#include "nn/DecodeAttention.h"
 #include "nn/RmsNorm.h"
+#include "nn/RotateHalf.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
@@ -122,10 +124,7 @@ at::Tensor TransformerDecoder::activation(const at::Tensor& gate) const {
 }
 
 at::Tensor TransformerDecoder::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
-    // rotate_half: [x1, x2] -> [-x2, x1] over the two halves of the head dimension.
-    const int64_t half = x.size(-1) / 2;
-    at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-    return x * cos + rotated * sin;
+    return rotateHalf(x, cos, sin);
 }
 
 namespace {
@@ -170,6 +169,13 @@ at::Tensor TransformerDecoder::attention(const at::Tensor& q, const at::Tensor& 
     if (bias.defined())
         bb = (bias.size(1) == 1 ? bias.view({bias.size(0), 1, 1, 1, bias.size(2)}) : bias.view({bias.size(0), hkv, g, 1, bias.size(2)}))
                  .to(q.scalar_type());
+
+    if (t == 1 && !mask.defined() && decodeAttentionTakes(q, k, v, bb)) {   // a decode step on CPU: plain loops
+        at::Tensor probs;
+        const at::Tensor o = decodeAttention(q, k, v, bb, scale, captured ? &probs : nullptr);   // [B, H, hd]
+        if (captured) *captured = probs.reshape({b, h, s});
+        return o.view({b, 1, h * hd});
+    }
 
     at::Tensor out, lastProbs;   // [B, H_kv, G*T, hd]; [B, H_kv, G, S]
     const bool smallRows = hkv * s * (hd + g * t) <= kBatchedAttentionMaxElements;

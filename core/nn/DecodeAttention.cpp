@@ -1,0 +1,98 @@
+#include "nn/DecodeAttention.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace kvsteer {
+
+namespace {
+
+// sum_i a[i] * b[i] over n floats; `omp simd` lets the compiler keep several partial sums in one
+// vector register (a fixed order for a given build, so the same inputs give the same bits).
+float dot(const float* a, const float* b, int64_t n) {
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+// In place: p[s] = exp(p[s] - max) / sum over s < n.
+void softmax(float* p, int64_t n) {
+    float max = -INFINITY;
+    for (int64_t s = 0; s < n; ++s) max = std::max(max, p[s]);
+    double sum = 0;
+    for (int64_t s = 0; s < n; ++s) {
+        p[s] = std::exp(p[s] - max);
+        sum += p[s];
+    }
+    const float inverse = float(1.0 / sum);
+    for (int64_t s = 0; s < n; ++s) p[s] *= inverse;
+}
+
+// out[hd] = sum_s p[s] * v[s][hd], v rows vStride floats apart.
+void weightedSum(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out) {
+    std::fill(out, out + hd, 0.0f);
+    for (int64_t s = 0; s < n; ++s) {
+        const float weight = p[s];
+        const float* row = v + s * vStride;
+#pragma omp simd
+        for (int64_t i = 0; i < hd; ++i) out[i] += weight * row[i];
+    }
+}
+
+bool cpuFloat(const at::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == at::kFloat; }
+
+} // namespace
+
+bool decodeAttentionTakes(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values, const at::Tensor& bias) {
+    return cpuFloat(q) && cpuFloat(keys) && cpuFloat(values) && (!bias.defined() || cpuFloat(bias)) && q.dim() == 4 &&
+           q.size(2) == 1 && keys.dim() == 4 && keys.stride(3) == 1 && values.stride(3) == 1 && (!bias.defined() || bias.dim() == 5);
+}
+
+at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values, const at::Tensor& bias,
+                           double scale, at::Tensor* probs) {
+    const int64_t b = q.size(0), h = q.size(1), hd = q.size(3);
+    const int64_t hkv = keys.size(1), g = h / hkv, s = keys.size(2);
+    const at::Tensor qc = q.contiguous();                        // [B, H, 1, hd]
+    const at::Tensor bc = bias.defined() ? bias.contiguous() : bias;   // [Bb, H_kv or 1, G or 1, 1, S']
+    at::Tensor out = at::empty({b, h, hd}, q.options());
+    at::Tensor p = at::empty({b, hkv, g, s}, q.options());      // the softmax, kept for *probs
+    const float* qp = qc.data_ptr<float>();
+    const float* kp = keys.data_ptr<float>();
+    const float* vp = values.data_ptr<float>();
+    float* op = out.data_ptr<float>();
+    float* pp = p.data_ptr<float>();
+
+    // One (batch row, KV head) pair: its G query heads against its S keys.
+    auto pair = [&](int64_t bi, int64_t kv) {
+        const float* k = kp + bi * keys.stride(0) + kv * keys.stride(1);
+        const float* v = vp + bi * values.stride(0) + kv * values.stride(1);
+        for (int64_t gi = 0; gi < g; ++gi) {
+            const int64_t head = kv * g + gi;
+            const float* qv = qp + (bi * h + head) * hd;
+            float* scores = pp + ((bi * hkv + kv) * g + gi) * s;
+            for (int64_t j = 0; j < s; ++j) scores[j] = dot(qv, k + j * keys.stride(2), hd) * float(scale);
+            if (bc.defined()) {
+                const int64_t bb = bc.size(0) == 1 ? 0 : bi, bk = bc.size(1) == 1 ? 0 : kv, bg = bc.size(2) == 1 ? 0 : gi;
+                const float* add = bc.data_ptr<float>() + bb * bc.stride(0) + bk * bc.stride(1) + bg * bc.stride(2);
+                for (int64_t j = 0; j < std::min(s, bc.size(4)); ++j) scores[j] += add[j];
+            }
+            softmax(scores, s);
+            weightedSum(scores, v, values.stride(2), s, hd, op + (bi * h + head) * hd);
+        }
+    };
+    // Spread the pairs over the pool only when there is enough work per pair to pay for it (a
+    // long cache); the split never changes what a pair computes.
+    const int64_t grain = std::max<int64_t>(1, (1 << 17) / std::max<int64_t>(1, g * s * hd));
+    at::parallel_for(0, b * hkv, grain, [&](int64_t first, int64_t end) {
+        for (int64_t i = first; i < end; ++i) pair(i / hkv, i % hkv);
+    });
+    if (probs) *probs = p;
+    return out;
+}
+
+} // namespace kvsteer
