@@ -1,5 +1,7 @@
 #include "nn/DecodeAttention.h"
 
+#include "kernels/Kernels.h"
+
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 
@@ -10,15 +12,6 @@
 namespace kvsteer {
 
 namespace {
-
-// sum_i a[i] * b[i] over n floats; `omp simd` lets the compiler keep several partial sums in one
-// vector register (a fixed order for a given build, so the same inputs give the same bits).
-float dot(const float* a, const float* b, int64_t n) {
-    float sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-    return sum;
-}
 
 // In place: p[s] = exp(p[s] - max) / sum over s < n.
 void softmax(float* p, int64_t n) {
@@ -71,11 +64,14 @@ at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keys, const at
     auto pair = [&](int64_t bi, int64_t kv) {
         const float* k = kp + bi * keys.stride(0) + kv * keys.stride(1);
         const float* v = vp + bi * values.stride(0) + kv * values.stride(1);
+        // scores [G, S] = q [G, hd] · keys [S, hd]ᵀ: a matrix-vector product of the kernels' skinny
+        // kind (the keys are the "weight" rows, float32), SIMD on every ISA.
+        const kernels::WeightView keyRows{k, kernels::WeightType::F32, s, hd, keys.stride(2)};
+        kernels::skinnyMatmul(qp + (bi * h + kv * g) * hd, g, hd, keyRows, pp + (bi * hkv + kv) * g * s, s);
         for (int64_t gi = 0; gi < g; ++gi) {
             const int64_t head = kv * g + gi;
-            const float* qv = qp + (bi * h + head) * hd;
             float* scores = pp + ((bi * hkv + kv) * g + gi) * s;
-            for (int64_t j = 0; j < s; ++j) scores[j] = dot(qv, k + j * keys.stride(2), hd) * float(scale);
+            for (int64_t j = 0; j < s; ++j) scores[j] *= float(scale);
             if (bc.defined()) {
                 const int64_t bb = bc.size(0) == 1 ? 0 : bi, bk = bc.size(1) == 1 ? 0 : kv, bg = bc.size(2) == 1 ? 0 : gi;
                 const float* add = bc.data_ptr<float>() + bb * bc.stride(0) + bk * bc.stride(1) + bg * bc.stride(2);
