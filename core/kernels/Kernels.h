@@ -13,7 +13,9 @@
 //     cache-sized panel of W to float32 and hands it to sgemm (OpenBLAS), so a prompt runs at
 //     float32 GEMM speed without a widened copy of the model.
 // Both split W's rows over the threads of ATen's intra-op pool, the process's one pool (see
-// Runtime.h: OpenBLAS itself runs single-threaded inside it).
+// Runtime.h: OpenBLAS itself runs single-threaded inside it): the panel kernel in one even share
+// per thread, the skinny kernel in blocks of about 256 KB of weights that each thread takes as it
+// gets free, so a thread slowed by a neighbour does not hold the whole step at the barrier.
 //
 // Every SIMD path has a scalar reference beside it; the path is chosen at run time from what the
 // CPU has (AVX-512, AVX2+F16C+FMA, or portable C++), and can be forced for tests and comparisons.

@@ -146,10 +146,11 @@ std::pair<at::Tensor, at::Tensor> attendBlock(const at::Tensor& q, const at::Ten
     return {probs, at::matmul(probs.view(flat), v)};
 }
 
-// Below this many elements a batch row touches (its cache plus its scores, over all KV heads),
-// the whole batch is one batched matmul: each (row, head) block costs microseconds of ATen calls
-// and little arithmetic, so a decode step of a small model (the demo, an atlas batch of 7 rows)
-// is faster as one call than spread over the pool. The choice depends on the row's own size, never
+// Several query positions (a prompt, a suffix): below this many elements a batch row touches (its
+// cache plus its scores, over all KV heads), the whole batch is one batched matmul: each
+// (row, head) block costs microseconds of ATen calls and little arithmetic, so a short suffix of a
+// small model is faster as one call than spread over the pool. (One position, a decode step, goes
+// through decodeAttention on CPU.) The choice depends on the row's own size, never
 // on the batch size, so a row gives the same bits alone or batched (the atlas and the pair rely
 // on it).
 constexpr int64_t kBatchedAttentionMaxElements = 1 << 18;
