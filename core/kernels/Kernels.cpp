@@ -322,7 +322,9 @@ void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, flo
 }
 
 void matmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y, int64_t yStride) {
-    if (m <= kSkinnyMaxRows) return skinnyMatmulStacked(x, m, xStride, parts, count, y, yStride);
+    bool sixteenBit = true;
+    for (int p = 0; p < count; ++p) sixteenBit = sixteenBit && parts[p].type != WeightType::F32;
+    if (m <= kSkinnyMaxRows || (sixteenBit && m <= kSkinnyMaxRows16Bit)) return skinnyMatmulStacked(x, m, xStride, parts, count, y, yStride);
     for (int p = 0; p < count; ++p) {   // compute-bound: one pool pass per part costs nothing here
         panelMatmul(x, m, xStride, parts[p], y, yStride);
         y += parts[p].rows;

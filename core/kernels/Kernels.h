@@ -43,12 +43,19 @@ Isa activeIsa();             // what the kernels use: bestIsa(), or KVSTEER_ISA=
 void forceIsa(Isa isa);      // for tests and benchmarks; capped to bestIsa()
 const char* isaName(Isa isa);
 
-// The most x rows the skinny kernel takes in one pass; more rows go through the panel kernel.
+// The most x rows the skinny kernel takes in one pass.
 constexpr int64_t kSkinnyMaxRows = 8;
+// Up to this many x rows, 16-bit weights go through the skinny kernel anyway, 8 rows a pass:
+// reading the weights a few times costs less than widening every one of them to float32 for
+// sgemm (f16 4096 x 131072 on 2 threads, 16 rows: 183 against 396 ms with AVX-512, 251 against
+// 380 ms with AVX2; even at 32 rows 289 / 497 and 418 / 439 ms). A short prompt or a question's
+// suffix is that size. float32 weights need no widening: sgemm takes any m above 8.
+constexpr int64_t kSkinnyMaxRows16Bit = 32;
 
 // y[r, n] = sum_k x[r, k] * W[n, k] for r < m, n < W.rows, k < W.cols.
 //   x [m, W.cols] float32, row stride xStride; y [m, W.rows] float32, row stride yStride.
-// Any m >= 1: m <= kSkinnyMaxRows uses the skinny kernel, larger m the panel kernel.
+// Any m >= 1: m <= kSkinnyMaxRows (kSkinnyMaxRows16Bit for f16/bf16 weights) uses the skinny
+// kernel, larger m the panel kernel.
 void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride);
 
 // The two kernels on their own (matmul picks between them); exposed for tests and the bench.
@@ -57,8 +64,8 @@ void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w
 
 // y = x · [W_0; W_1; ...]ᵀ for count weights with the same cols: part p fills y's columns after
 // those of parts 0..p-1. A fused projection (q, k, v side by side) as one pass over the thread
-// pool: one wait for the slowest thread per projection, not one per part. m <= kSkinnyMaxRows
-// uses the skinny kernel, larger m the panel kernel part by part.
+// pool: one wait for the slowest thread per projection, not one per part. The kernel is chosen as
+// matmul chooses it (all parts 16-bit for kSkinnyMaxRows16Bit); the panel kernel goes part by part.
 void matmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y, int64_t yStride);
 void skinnyMatmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y,
                          int64_t yStride);
