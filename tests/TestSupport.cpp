@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <QProcess>
 #include <QStringList>
@@ -274,6 +275,15 @@ PrefillAgainstReference prefillAgainstReference(const Model& model, const Prompt
     d.logits = maxAbsDiff(model.decoder().logits(hidden.select(1, hidden.size(1) - 1)), expected.tensor("prefill_last_logits"));
     d.cache = cacheRelativeDiff(cache, expected);
     return d;
+}
+
+std::string PrefillAgainstReference::failure() const {
+    const std::tuple<const char*, double, double> stages[] = {
+        {"image_features", features, 1e-4}, {"inputs_embeds", embeds, 1e-4}, {"last_hidden_state", hidden, 1e-4},
+        {"prefill_last_logits", logits, 1e-3}, {"past_key (after M-RoPE) / past_value", cache, 1e-4}};
+    for (const auto& [stage, difference, tolerance] : stages)
+        if (!(difference <= tolerance)) return std::string(stage) + ": " + std::to_string(difference);   // NaN fails too
+    return "";
 }
 
 GreedyAgainstReference greedyAgainstReference(const Session& session, const SafeTensorsFile& expected) {

@@ -95,6 +95,9 @@ GreedyAgainstReference greedyAgainstReference(const Session& session, const Safe
 // embeddings, the last hidden state and the K/V cache; the largest difference of the last logits.
 struct PrefillAgainstReference {
     double features = 0, embeds = 0, hidden = 0, logits = 0, cache = 0;
+    // The first stage over the parity tolerance (1e-4 relative; logits 1e-3 absolute), named
+    // with its difference; empty when every stage is within it.
+    std::string failure() const;
 };
 PrefillAgainstReference prefillAgainstReference(const Model& model, const Prompt& prompt, const SafeTensorsFile& expected);
 
