@@ -72,11 +72,6 @@ std::string memoryAdvice(const ModelConfig& c, const Checkpoint& ckpt, const Wei
            " per token); or close other programs";
 }
 
-// The dtype most weight bytes are kept in, for the status bar and `inspect`.
-std::string dominantDtype(const Checkpoint& ckpt, const WeightFormat& f) {
-    return dtypeName(f.storage != c10::ScalarType::Undefined ? f.storage : storedDtype(ckpt));
-}
-
 } // namespace
 
 Checkpoint Model::beginLoad(const std::string& directory, ModelConfig config, const LoadOptions& options) {
@@ -96,13 +91,15 @@ Checkpoint Model::beginLoad(const std::string& directory, ModelConfig config, co
 
     const c10::Device device = deviceOf(options);
     Checkpoint ckpt = Checkpoint::open(directory);
-    format_ = chooseWeightFormat(device, parseDtype(options.dtype), storedDtype(ckpt));
+    const c10::ScalarType stored = storedDtype(ckpt);
+    format_ = chooseWeightFormat(device, parseDtype(options.dtype), stored);
     // Memory is checked before a byte of weights is touched: refuse rather than be OOM-killed.
     const MemoryNeed need = estimateMemory(config_, ckpt, format_, options.reserveTokens);
     std::vector<Remedy> remedies;
     const std::string advice = memoryAdvice(config_, ckpt, format_, need, &remedies);
     requireMemory(need, memoryBudget(format_.device), "model " + directory, advice, remedies);
-    weightsDtype_ = dominantDtype(ckpt, format_);
+    // The dtype most weight bytes are kept in, for the status bar and `inspect`.
+    weightsDtype_ = dtypeName(format_.storage != c10::ScalarType::Undefined ? format_.storage : stored);
     if (options.progress) {
         const int64_t total = ckpt.storedBytes();
         if (!options.progress(0, total)) throw LoadCancelled{};

@@ -114,17 +114,9 @@ at::Tensor TransformerDecoder::embed(const at::Tensor& ids) const {
     return at::embedding(embedTokens_, ids.to(format_.device)).to(format_.compute);
 }
 
-at::Tensor TransformerDecoder::rmsNorm(const at::Tensor& x, const at::Tensor& weight) const {
-    return kvsteer::rmsNorm(x, weight, config_.rmsNormEps);   // in float32, like transformers' LlamaRMSNorm
-}
-
 at::Tensor TransformerDecoder::activation(const at::Tensor& gate) const {
     // The gate of the gated MLP: SwiGLU (Llama) or GeGLU with the tanh GELU (Gemma).
     return config_.hiddenAct == "silu" ? at::silu(gate) : at::gelu(gate, "tanh");
-}
-
-at::Tensor TransformerDecoder::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
-    return rotateHalf(x, cos, sin);
 }
 
 namespace {
@@ -226,12 +218,12 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
     for (size_t l = 0; l < layers_.size(); ++l) {
         if (pass && pass->stopRequested && pass->stopRequested()) throw ForwardStopped{};
         const Layer& L = layers_[l];
-        at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm), L.qkvWeight, L.qkvBias);
+        at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm, config_.rmsNormEps), L.qkvWeight, L.qkvBias);
         at::Tensor q = qkv.narrow(-1, 0, h * hd).view({b, t, h, hd}).transpose(1, 2);
         at::Tensor k = qkv.narrow(-1, h * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
         at::Tensor v = qkv.narrow(-1, (h + hkv) * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
-        q = rope(q, cos, sin);
-        k = rope(k, cos, sin);
+        q = rotateHalf(q, cos, sin);
+        k = rotateHalf(k, cos, sin);
         auto [keys, values] = cache.update(k, v, static_cast<int>(l));
 
         at::Tensor bias;
@@ -239,11 +231,11 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
         at::Tensor* captured = pass && pass->captureAttention ? &pass->attention[l] : nullptr;
         x = x + applyLinear(attention(q, keys, values, mask, bias, captured), L.oWeight, L.oBias);
 
-        at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm), L.gateUpWeight);
+        at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm, config_.rmsNormEps), L.gateUpWeight);
         const int64_t inter = config_.intermediateSize;
         x = x + applyLinear(activation(gateUp.narrow(-1, 0, inter)) * gateUp.narrow(-1, inter, inter), L.downWeight);
     }
-    return rmsNorm(x, finalNorm_);
+    return rmsNorm(x, finalNorm_, config_.rmsNormEps);   // in float32, like transformers' LlamaRMSNorm
 }
 
 std::pair<at::Tensor, at::Tensor> TransformerDecoder::ropeTables(const at::Tensor& positions) const {
@@ -264,7 +256,7 @@ at::Tensor TransformerDecoder::rotate(const at::Tensor& x, const at::Tensor& pos
     auto [cos, sin] = ropeTables(positions);
     cos = cos.to(x.device(), x.scalar_type());
     sin = sin.to(x.device(), x.scalar_type());
-    return rope(x, cos, inverse ? -sin : sin);   // rotating by -theta undoes rotating by theta
+    return rotateHalf(x, cos, inverse ? -sin : sin);   // rotating by -theta undoes rotating by theta
 }
 
 int64_t TransformerDecoder::weightBytesPerToken() const {

@@ -76,11 +76,9 @@ private:
         at::Tensor qkvBias, oBias;           // biases when the config has them, else undefined
         LinearWeight gateUpWeight, downWeight; // gate and up fused: [2 I, D]
     };
-    at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight) const;
     at::Tensor activation(const at::Tensor& gate) const;
     // cos, sin [n, head_dim] (compute dtype, on the device) for positions [rows, n].
     std::pair<at::Tensor, at::Tensor> ropeTables(const at::Tensor& positions) const;
-    at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                          const at::Tensor& bias, at::Tensor* captured) const;
 
