@@ -122,10 +122,10 @@ class TestBatchDecode : public QObject {
     // gives it alone: the same ids and positions, and K/V equal up to float32 summation order
     // (the batch's rows go through one larger matmul; the padding itself is never seen).
     void questionsContinueAsOneBatch(std::shared_ptr<Model> model, const ImageU8& image) {
-        const PreprocessedImage processed = model->preprocessImage(image);
+        const PromptImage prepared = prepareImage(*model, image);
         std::vector<Prompt> prompts;
         for (const char* q : {"Is there a red circle?", "Describe the image.", "What is the colour of the largest shape in it?", "Hi"})
-            prompts.push_back(buildImagePrompt(*model, q, false, processed));
+            prompts.push_back(buildImagePrompt(*model, q, false, prepared));
         QVERIFY(prompts[0].ids.size() != prompts[2].ids.size());
         Session maker(model);
         const KVCache prefix = maker.prefillPrefix(prompts[0], prompts[0].span.end());

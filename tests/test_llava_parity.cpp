@@ -155,10 +155,10 @@ private slots:
         QCOMPARE(p.span.start, c["image_token_span"][0].get<int64_t>());
         QCOMPARE(p.span.end(), c["image_token_span"][1].get<int64_t>());
         // The resize may differ by one uint8 level; crop and normalisation must be exact.
-        at::Tensor resized = at::from_blob(const_cast<uint8_t*>(p.image.resized.rgb.data()),
-                                           {p.image.resized.height, p.image.resized.width, 3}, at::kByte);
+        at::Tensor resized = at::from_blob(const_cast<uint8_t*>(p.image->resized.rgb.data()),
+                                           {p.image->resized.height, p.image->resized.width, 3}, at::kByte);
         QVERIFY(maxAbsDiff(resized, expected.tensor("image_resized_u8")) <= 1.0);
-        at::Tensor cropped = at::from_blob(const_cast<uint8_t*>(p.image.cropped.rgb.data()), {336, 336, 3}, at::kByte);
+        at::Tensor cropped = at::from_blob(const_cast<uint8_t*>(p.image->cropped.rgb.data()), {336, 336, 3}, at::kByte);
         const double cropDiff = maxAbsDiff(cropped, expected.tensor("image_cropped_u8"));
         QVERIFY(cropDiff <= 1.0);
         if (cropDiff == 0) QCOMPARE(maxAbsDiff(p.pixels, expected.tensor("pixel_values")), 0.0);

@@ -113,7 +113,7 @@ private slots:
         QCOMPARE(p.span.gridHeight, 16);
         QCOMPARE(p.span.gridWidth, 16);
         // A direct bicubic resize to 224x224 (no crop); ≤ 1 level on the resize, exact after it.
-        const ImageU8& r = p.image.resized;
+        const ImageU8& r = p.image->resized;
         QCOMPARE(r.width, 224);
         QCOMPARE(r.height, 224);
         at::Tensor resized = at::from_blob(const_cast<uint8_t*>(r.rgb.data()), {224, 224, 3}, at::kByte);

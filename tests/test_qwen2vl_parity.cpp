@@ -95,8 +95,8 @@ private slots:
         QCOMPARE(int64_t(p.span.gridHeight), merged[0]);
         QCOMPARE(int64_t(p.span.gridWidth), merged[1]);
         QCOMPARE(p.span.length, merged[0] * merged[1]);
-        const at::Tensor resized = at::from_blob(const_cast<uint8_t*>(p.image.resized.rgb.data()),
-                                                 {p.image.resized.height, p.image.resized.width, 3}, at::kByte);
+        const at::Tensor resized = at::from_blob(const_cast<uint8_t*>(p.image->resized.rgb.data()),
+                                                 {p.image->resized.height, p.image->resized.width, 3}, at::kByte);
         QVERIFY(maxAbsDiff(resized, expected.tensor("image_resized_u8")) <= 1.0);
     }
 

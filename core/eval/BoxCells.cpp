@@ -16,8 +16,8 @@ at::Tensor boxStrength(const std::array<double, 4>& box, const ImageU8& original
     if (box[0] < 0 || box[1] < 0 || box[2] > original.width || box[3] > original.height || box[0] >= box[2] || box[1] >= box[3])
         throw Error(std::string(text) + " is outside the " + std::to_string(original.width) + "x" + std::to_string(original.height) + " image");
     // Original pixels -> the resized image -> the crop the grid covers.
-    const ImageU8& resized = prompt.image.resized;
-    const ImageU8& crop = prompt.image.cropped;
+    const ImageU8& resized = prompt.image->resized;
+    const ImageU8& crop = prompt.image->cropped;
     const double sx = double(resized.width) / original.width, sy = double(resized.height) / original.height;
     const double left = (resized.width - crop.width) / 2, top = (resized.height - crop.height) / 2;   // floor, as the crop
     const double x0 = std::clamp(box[0] * sx - left, 0.0, double(crop.width)), x1 = std::clamp(box[2] * sx - left, 0.0, double(crop.width));

@@ -54,7 +54,7 @@ struct FailedItem {
 struct ImageState {
     std::string path;
     std::optional<ImageU8> image;
-    PreprocessedImage processed;   // by the model's processor, once for all the image's questions
+    PromptImage prepared;   // through the model's processor once, shared by all the image's questions
     std::optional<KVCache> prefix;
 };
 
@@ -73,7 +73,7 @@ public:
             PreparedItem p;
             p.item = &item;
             const ImageU8* image = imageFor(item);
-            p.prompt = image ? buildImagePrompt(*model_, item.question, false, current_.processed) : buildPrompt(*model_, item.question, false, nullptr);
+            p.prompt = image ? buildImagePrompt(*model_, item.question, false, current_.prepared) : buildPrompt(*model_, item.question, false, nullptr);
             p.plan = makePlan(steering_.plan, steering_.vectors, steering_.vectorsInfo, strengthFor(item, p.prompt, image), p.prompt.span,
                               model_->config().text.numLayers);
             p.session = std::make_unique<Session>(model_);
@@ -167,7 +167,7 @@ private:
         if (item.image != current_.path) {
             current_ = ImageState();
             current_.image = loadImage(item.image);
-            current_.processed = model_->preprocessImage(*current_.image);
+            current_.prepared = prepareImage(*model_, *current_.image);
             current_.path = item.image;   // only once it loaded and was processed
         }
         return &*current_.image;

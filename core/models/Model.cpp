@@ -41,7 +41,7 @@ ImageLayout Model::imageLayout(const PreprocessedImage&) const {
 namespace {
 
 // buildPrompt's work for an image already through the model's processor (or none).
-Prompt promptFrom(const Model& model, const std::string& text, bool raw, const PreprocessedImage* image) {
+Prompt promptFrom(const Model& model, const std::string& text, bool raw, const PromptImage* image) {
     const ModelConfig& config = model.config();
     Prompt p;
     p.hasImage = image != nullptr;
@@ -57,12 +57,9 @@ Prompt promptFrom(const Model& model, const std::string& text, bool raw, const P
 
     ImageLayout layout;
     if (p.hasImage) {
-        // The uint8 images, and the float pixels once, as the tensor (eval builds a prompt per question).
-        p.image.resized = image->resized;
-        p.image.cropped = image->cropped;
-        layout = model.imageLayout(p.image);
-        const int64_t h = p.image.cropped.height, w = p.image.cropped.width;
-        p.pixels = at::from_blob(const_cast<float*>(image->pixels.data()), {1, 3, h, w}, at::TensorOptions().dtype(at::kFloat)).clone();
+        p.image = image->processed;
+        p.pixels = image->pixels;
+        layout = model.imageLayout(*p.image);
     }
     // Tokenize with the single placeholder, then expand it: the same ids the processors get by
     // repeating the "<image>" string, because added tokens split the text either way.
@@ -94,15 +91,25 @@ Prompt promptFrom(const Model& model, const std::string& text, bool raw, const P
 
 } // namespace
 
-Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image) {
-    if (!image) return promptFrom(model, text, raw, nullptr);
+PromptImage prepareImage(const Model& model, const ImageU8& image) {
     if (!model.config().hasVision)
         throw Error("model " + model.config().name + " is text-only (model_type " + model.config().modelType + "): it cannot take an image");
-    const PreprocessedImage pre = model.preprocessImage(*image);
-    return promptFrom(model, text, raw, &pre);
+    PreprocessedImage processed = model.preprocessImage(image);
+    PromptImage out;
+    const int64_t h = processed.cropped.height, w = processed.cropped.width;
+    out.pixels = at::from_blob(processed.pixels.data(), {1, 3, h, w}, at::TensorOptions().dtype(at::kFloat)).clone();
+    processed.pixels = {};
+    out.processed = std::make_shared<const PreprocessedImage>(std::move(processed));
+    return out;
 }
 
-Prompt buildImagePrompt(const Model& model, const std::string& text, bool raw, const PreprocessedImage& image) {
+Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image) {
+    if (!image) return promptFrom(model, text, raw, nullptr);
+    const PromptImage prepared = prepareImage(model, *image);
+    return promptFrom(model, text, raw, &prepared);
+}
+
+Prompt buildImagePrompt(const Model& model, const std::string& text, bool raw, const PromptImage& image) {
     return promptFrom(model, text, raw, &image);
 }
 

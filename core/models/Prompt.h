@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,9 @@ struct Prompt {
     std::vector<int64_t> ids;       // tokens (BOS where the family puts it), <image> expanded
     VisualSpan span;                // where the visual tokens are; without an image, the token strip
     bool hasImage = false;
-    PreprocessedImage image;        // resized / cropped uint8 (its float `pixels` left empty: see below)
+    // The image's resized / cropped uint8 (its float `pixels` left empty: see below); null without
+    // an image. Shared, with `pixels`, by every prompt built from one PromptImage.
+    std::shared_ptr<const PreprocessedImage> image;
     at::Tensor pixels;              // [1, 3, H, W] float32 (undefined without an image)
     // RoPE positions (the family's rule; the Session keeps both with the cache): token i sits at
     // i + positionOffset, or at column i of positionIds [3, L] under M-RoPE (Qwen2-VL: t, h, w).
@@ -34,8 +37,15 @@ struct Prompt {
 // readable message for every mismatch, and when the prompt does not fit the context (leaving
 // room for at least one generated token).
 Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image);
-// The same for an image the model's processor has already prepared (model.preprocessImage):
-// several questions about one image resize it once.
-Prompt buildImagePrompt(const Model& model, const std::string& text, bool raw, const PreprocessedImage& image);
+
+// An image through the model's processor once, for any number of prompts: several questions
+// about one image (eval) resize it once and share its pixels instead of copying 1-2 MB each.
+struct PromptImage {
+    std::shared_ptr<const PreprocessedImage> processed;   // its float pixels moved into `pixels`
+    at::Tensor pixels;                                     // [1, 3, H, W] float32
+};
+PromptImage prepareImage(const Model& model, const ImageU8& image);
+// buildPrompt for an image prepareImage has made.
+Prompt buildImagePrompt(const Model& model, const std::string& text, bool raw, const PromptImage& image);
 
 } // namespace kvsteer
