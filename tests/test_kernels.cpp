@@ -1,7 +1,7 @@
 // The CPU matmul kernels (core/kernels): the skinny and panel kernels against a float64 x · Wᵀ on
 // the widened weights, for f32/f16/bf16 weights, on EVERY instruction set this CPU has (so the
 // portable fallback and the AVX2 path are tested on an AVX-512 machine too); strided operands;
-// the exact element conversions; ISA selection; one thread against two.
+// the exact element conversions; argmax against at::argmax; ISA selection; one thread against two.
 #include "TestSupport.h"
 #include "Runtime.h"
 #include "kernels/KernelTable.h"
@@ -10,8 +10,10 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/argmax.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/equal.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/randint.h>
@@ -167,6 +169,30 @@ private slots:
                 widenRow(floats.data_ptr<float>(), WeightType::F32, n, got.data());
                 for (int64_t i = 0; i < n; ++i) QVERIFY(sameFloat(got[i], floats.data_ptr<float>()[i]));
                 QCOMPARE(got[n], kSentinel);   // nothing written past n
+            }
+        }
+    }
+
+    void argmaxEqualsAtenOnEveryIsa() {
+        // at::argmax is the rule: the first maximum, a NaN the largest. Ties (values drawn from a
+        // few integers), -0 against +0, infinities, NaNs of either sign, every block and tail length.
+        at::manual_seed(3);
+        std::vector<std::vector<float>> cases = {{-0.0f, 0.0f}, {0.0f, -0.0f}, {-1, -2, -0.5f}, {1, NAN, 5, NAN}, {INFINITY, 1, INFINITY},
+                                                 {-INFINITY, -INFINITY}, {1, -NAN}, {1e-45f, -1e-45f, 0}, {-3e38f, -INFINITY}};
+        for (int64_t n : {1, 7, 255, 256, 257, 511, 513, 32064}) {
+            const at::Tensor few = at::randint(-3, 4, {n}).to(at::kFloat), wide = at::randn({n});
+            cases.emplace_back(few.data_ptr<float>(), few.data_ptr<float>() + n);
+            cases.emplace_back(wide.data_ptr<float>(), wide.data_ptr<float>() + n);
+            cases.push_back(cases.back());
+            cases.back()[size_t(n) / 2] = NAN;   // a NaN anywhere wins over every number
+        }
+        IsaRestorer restore;
+        for (Isa isa : supportedIsas()) {
+            forceIsa(isa);
+            for (const std::vector<float>& c : cases) {
+                const at::Tensor t = at::from_blob(const_cast<float*>(c.data()), {int64_t(c.size())}, at::kFloat);
+                QVERIFY2(argmax(c.data(), int64_t(c.size())) == at::argmax(t).item<int64_t>(),
+                         qPrintable(QString("%1, %2 values").arg(isaName(isa)).arg(c.size())));
             }
         }
     }

@@ -1,9 +1,9 @@
 #include "generate/Sampler.h"
 
 #include "Error.h"
+#include "kernels/Kernels.h"
 
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/argmax.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/softmax.h>
 #include <ATen/ops/sort.h>
@@ -18,25 +18,9 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
     if (params.topK < 0) throw Error("top-k must be >= 0");
 }
 
-namespace {
-
-// at::argmax over float32 values, as a plain loop (a decode step of a small model is mostly
-// operator overhead, and this runs once per row per step): the first maximum; a NaN counts as
-// the maximum, as it does there.
-int64_t argmaxOf(const float* v, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        if (std::isnan(v[i])) return i;
-        if (v[i] > v[best]) best = i;
-    }
-    return best;
-}
-
-} // namespace
-
 int64_t Sampler::next(const at::Tensor& logits) {
     at::Tensor l = logits.to(at::kCPU).to(at::kFloat).reshape({-1}).contiguous();
-    if (params_.greedy()) return argmaxOf(l.data_ptr<float>(), l.numel());
+    if (params_.greedy()) return kernels::argmax(l.data_ptr<float>(), l.numel());
 
     // Sort once, then cut the tail by top-k and by cumulative probability (top-p), keeping at least one.
     auto sorted = at::sort(l / params_.temperature, -1, /*descending=*/true);

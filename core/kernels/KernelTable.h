@@ -10,6 +10,7 @@
 // copy per file) for that reason.
 #include "kernels/Kernels.h"
 
+#include <climits>
 #include <cstdint>
 #include <cstring>
 
@@ -22,10 +23,13 @@ using SkinnyFn = void (*)(const float* x, int64_t m, int64_t xStride, const Weig
                           int64_t n0, int64_t n1, float* y, int64_t yStride);
 // dst[i] = float(src[i]) for i < n, src of type t.
 using WidenFn = void (*)(const void* src, WeightType t, int64_t n, float* dst);
+// The index of the first largest of v[0..n), a NaN counting as the largest.
+using ArgmaxFn = int64_t (*)(const float* v, int64_t n);
 
 struct KernelTable {
     SkinnyFn skinny = nullptr;
     WidenFn widenRow = nullptr;
+    ArgmaxFn argmax = nullptr;
 };
 
 // One table per ISA. The x86 getters return nullptr when the project is built for another
@@ -72,6 +76,46 @@ static inline float halfToFloatScalar(uint16_t h) {
 // bfloat16 is the top half of a float32: put the 16 bits back on top.
 static inline float bfloat16ToFloatScalar(uint16_t b) {
     return floatFromBits(static_cast<uint32_t>(b) << 16);
+}
+
+// ---- argmax, as plain loops every ISA file compiles with its own flags (static inline: see the
+// note at the top) ----
+//
+// A float compare-and-keep-the-index loop does not vectorise. So each float becomes an int32 key
+// that orders as the floats do, the largest key is found (an integer max, which the compiler
+// turns into SIMD at any width), and then its first index. The keys: the magnitude bits, negated
+// for a negative float (so -0 and +0 tie, as they compare equal); any NaN the largest key of all,
+// so the first NaN wins, as at::argmax lets it. Branch-free, so the loops vectorise.
+
+using FloatBits = int32_t __attribute__((may_alias));   // a float read as its bits
+
+static inline int32_t orderKey(int32_t bits) {
+    const int32_t sign = bits >> 31;                      // 0, or -1 for a negative float
+    const int32_t magnitude = bits & 0x7fffffff;
+    const int32_t key = (magnitude ^ sign) - sign;        // -magnitude when negative
+    const int32_t nan = (0x7f800000 - magnitude) >> 31;   // -1 for a NaN (magnitude above infinity's)
+    return (key & ~nan) | (nan & INT32_MAX);
+}
+
+static inline int64_t argmaxByKeys(const float* values, int64_t n) {
+    const FloatBits* v = reinterpret_cast<const FloatBits*>(values);
+    int32_t best = INT32_MIN;
+    for (int64_t i = 0; i < n; ++i) {
+        const int32_t key = orderKey(v[i]);
+        best = key > best ? key : best;   // not std::max: an inline with external linkage (see the top)
+    }
+    // Its first index: a block at a time (a vectorised "is it here?"), then within the block.
+    constexpr int64_t kBlock = 256;
+    int64_t i = 0;
+    for (;; i += kBlock) {
+        if (i + kBlock >= n) break;
+        int32_t here = 0;
+        for (int64_t j = i; j < i + kBlock; ++j) here |= orderKey(v[j]) == best;
+        if (here) break;
+    }
+    for (; i < n; ++i)
+        if (orderKey(v[i]) == best) return i;
+    return 0;   // n == 0
 }
 
 } // namespace kvsteer::kernels::detail

@@ -134,6 +134,8 @@ float halfToFloat(uint16_t h) { return detail::halfToFloatScalar(h); }
 float bfloat16ToFloat(uint16_t b) { return detail::bfloat16ToFloatScalar(b); }
 void widenRow(const void* src, WeightType t, int64_t n, float* dst) { activeTable().widenRow(src, t, n, dst); }
 
+int64_t argmax(const float* v, int64_t n) { return activeTable().argmax(v, n); }
+
 // ---------------------------------------------------------------------------------------------
 // Splitting the work
 

@@ -158,10 +158,12 @@ void widenRowAvx2(const void* src, WeightType type, int64_t n, float* dst) {
     }
 }
 
+int64_t argmaxAvx2(const float* v, int64_t n) { return argmaxByKeys(v, n); }
+
 } // namespace
 
 const KernelTable* avx2Table() {
-    static const KernelTable table{skinnyAvx2, widenRowAvx2};
+    static const KernelTable table{skinnyAvx2, widenRowAvx2, argmaxAvx2};
     return &table;
 }
 

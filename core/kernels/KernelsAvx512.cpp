@@ -173,10 +173,12 @@ void widenRowAvx512(const void* src, WeightType type, int64_t n, float* dst) {
     }
 }
 
+int64_t argmaxAvx512(const float* v, int64_t n) { return argmaxByKeys(v, n); }
+
 } // namespace
 
 const KernelTable* avx512Table() {
-    static const KernelTable table{skinnyAvx512, widenRowAvx512};
+    static const KernelTable table{skinnyAvx512, widenRowAvx512, argmaxAvx512};
     return &table;
 }
 

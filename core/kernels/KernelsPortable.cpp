@@ -97,10 +97,12 @@ void widenRowPortable(const void* src, WeightType type, int64_t n, float* dst) {
     widenChunk(src, type, n, dst);
 }
 
+int64_t argmaxPortable(const float* v, int64_t n) { return argmaxByKeys(v, n); }
+
 } // namespace
 
 const KernelTable* portableTable() {
-    static const KernelTable table{skinnyPortable, widenRowPortable};
+    static const KernelTable table{skinnyPortable, widenRowPortable, argmaxPortable};
     return &table;
 }
 
