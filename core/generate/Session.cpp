@@ -153,7 +153,9 @@ void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session
     const double ms = msSince(t0) / double(sessions.size());
     for (size_t b = 0; b < sessions.size(); ++b) {
         const Prompt& p = *prompts[b];
-        KVCache snapshot = sessions.size() == 1 ? std::move(batch) : batch.row(int64_t(b));
+        // A view of its row, not a copy: the rows stay side by side in the batch's buffers, which
+        // live as long as any of the snapshots does (decoding never writes into a snapshot).
+        KVCache snapshot = sessions.size() == 1 ? std::move(batch) : batch.rowView(int64_t(b));
         snapshot.truncate(int64_t(shared.size() + rests[b].size()));   // the padding's K/V dropped
         snapshot.appendTokens(rests[b]);
         snapshot.promptPositions = p.positionIds;
