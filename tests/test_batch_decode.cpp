@@ -1,11 +1,11 @@
 // The one decode loop (core/generate/BatchDecode): a row's answer does not depend on the batch it
 // is decoded in. The same steered row decoded alone, as the pair's steered row, and as one row of
 // a batch of eight (other plans, spotlight biases, shorter budgets, so rows leave the batch while
-// it runs) gives the same ids and the same logits, bit for bit, at every step; an image's
-// questions continued from its prefix as one padded batch get the caches they get alone (to
-// float32 rounding). Also: per-row
-// budgets and sampling, finished rows reported in order, and the cancel check. On the demo
-// model (LLaVA layout) and tiny-qwen2vl (M-RoPE, a non-square grid).
+// it runs) gives the same ids and the same logits, bit for bit, at every step; a steered run's
+// edit straight into its pair's batch equals the edit of a clone; an image's questions continued
+// from its prefix as one padded batch get the caches they get alone (to float32 rounding). Also:
+// per-row budgets and sampling, finished rows reported in order, and the cancel check. On the
+// demo model (LLaVA layout) and tiny-qwen2vl (M-RoPE, a non-square grid).
 #include "TestSupport.h"
 #include "Error.h"
 #include "generate/BatchDecode.h"
@@ -16,6 +16,7 @@
 #include "steer/Mask.h"
 #include "steer/PlanOptions.h"
 #include "steer/SideBySide.h"
+#include "steer/SteeredRun.h"
 #include "steer/SteeringPlan.h"
 
 #include <ATen/ops/equal.h>
@@ -66,7 +67,8 @@ class TestBatchDecode : public QObject {
     // The steered row alone, in the pair, and at position 5 of a batch of 8: same ids and logits.
     void rowIsTheSameInAnyBatch(std::shared_ptr<Model> model, const ImageU8& image, const std::string& question) {
         Session session(model);
-        session.prefill(buildPrompt(*model, question, false, &image), 16);
+        const Prompt prompt = buildPrompt(*model, question, false, &image);
+        session.prefill(prompt, 16);
         const VisualSpan span = session.snapshot().visualSpan;
         const int layers = model->config().text.numLayers;
         PlanOptions o;
@@ -84,6 +86,22 @@ class TestBatchDecode : public QObject {
         QCOMPARE(int(alone.ids.size()), row.maxNewTokens);
         const RowTrace inPair = traceBatch(session, {&session.snapshot(), &steered.cache}, {row, row})[1];
         compareTraces(alone, inPair, "alone vs the pair's steered row");
+
+        // A steered run edits row 1 of its pair's batch in place: the K/V applyPlan's clone holds,
+        // row 0 still the snapshot, and the same steered answer.
+        GenerationOptions gen;
+        gen.maxNewTokens = row.maxNewTokens;
+        gen.stopAtEos = false;
+        bool cancelled = false;
+        SteeredRunStart start = prepareSteeredRun(session, prompt, plan, gen, {}, &cancelled);
+        QVERIFY(!cancelled && !start.prefilled);   // the session already held the prompt
+        const KVCache unsteeredRow = start.pair.rowView(0);
+        for (int l = 0; l < layers; ++l) {
+            QVERIFY(at::equal(start.steered.cache.keys(l), steered.cache.keys(l)));
+            QVERIFY(at::equal(start.steered.cache.values(l), steered.cache.values(l)));
+            QVERIFY(at::equal(unsteeredRow.keys(l), session.snapshot().keys(l)));
+        }
+        QCOMPARE(runSteered(session, prompt, plan, gen).pair.steered.ids, alone.ids);
 
         // Eight rows: others with other edits, spotlight biases and shorter budgets, so the batch
         // drops rows while the compared one (row 5) still runs.

@@ -108,12 +108,25 @@ void KVCache::keepRows(const std::vector<int64_t>& rows) {
     if (rows.empty()) throw Error("KVCache::keepRows: no rows");
     for (int64_t r : rows)
         if (r < 0 || r >= batch_) throw Error("KVCache::keepRows: row outside the batch");
-    const at::Tensor index = at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(k_.front().device());
-    for (size_t l = 0; l < k_.size(); ++l) {
-        k_[l] = k_[l].index_select(0, index);
-        v_[l] = v_[l].index_select(0, index);
+    const int64_t n = static_cast<int64_t>(rows.size());
+    bool consecutive = true;
+    for (int64_t i = 1; i < n; ++i) consecutive = consecutive && rows[size_t(i)] == rows[0] + i;
+    if (consecutive) {
+        // A run of rows (the pair's one stream left, the atlas's last rows): a view, no copy. A
+        // copy would be allocated while the whole batch is still held (by the steered row's
+        // view, or the caller), raising the peak just as the batch shrinks.
+        for (size_t l = 0; l < k_.size(); ++l) {
+            k_[l] = k_[l].narrow(0, rows[0], n);
+            v_[l] = v_[l].narrow(0, rows[0], n);
+        }
+    } else {
+        const at::Tensor index = at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(k_.front().device());
+        for (size_t l = 0; l < k_.size(); ++l) {
+            k_[l] = k_[l].index_select(0, index);
+            v_[l] = v_[l].index_select(0, index);
+        }
     }
-    batch_ = static_cast<int64_t>(rows.size());
+    batch_ = n;
 }
 
 KVCache KVCache::row(int64_t b) const {

@@ -60,7 +60,8 @@ public:
     // Batch row b as a single-row cache that shares the batch's memory: edits and appends through
     // it (within the capacity) are the batch's. Its own bookkeeping (fill, tokens) is separate.
     KVCache rowView(int64_t b);
-    // Keeps only the given batch rows, in that order (the atlas drops rows that have finished).
+    // Keeps only the given batch rows, in that order (the decode loop drops rows that have
+    // finished): a run of consecutive rows stays a view of the same buffers, others are copied.
     void keepRows(const std::vector<int64_t>& rows);
 
 private:

@@ -27,8 +27,8 @@ double msSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The bytes a question's caches take once prepared: its snapshot and the edited copy, float32,
-// room for the prompt and the answer.
+// The bytes a question's caches take, float32, room for the prompt and the answer: its snapshot
+// while it waits, and then its two rows of the decode batch (the unsteered row and the steered).
 int64_t preparedBytes(const TextConfig& t, int64_t tokens) {
     return 2 * 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * tokens * int64_t(sizeof(float));
 }
@@ -98,7 +98,7 @@ public:
         for (PreparedItem& p : waiting_) {
             try {
                 bool cancelled = false;
-                p.start = prepareSteeredRun(*p.session, p.prompt, p.plan, options_.generation, {}, &cancelled);
+                p.start = beginSteeredRun(*p.session, p.prompt, p.plan, options_.generation, {}, &cancelled);
                 if (!p.prefixReused && p.prefillMs == 0) p.prefillMs = p.start.prefillMs;
                 totals_.prefillMs += p.prefillMs;
                 ready.push_back(std::move(p));
@@ -145,7 +145,7 @@ private:
                     p->prefillMs = p->session->prefillMs() + (p->prefixReused ? 0 : prefixMs);
                 }
             } catch (const Error&) {
-                // Left unprefilled: prepareSteeredRun prefills each whole, or names what fails.
+                // Left unprefilled: beginSteeredRun prefills each whole, or names what fails.
             }
         }
     }
@@ -195,7 +195,9 @@ private:
 };
 
 // Decodes the prepared items' pairs: items whose caches hold the same number of tokens at the same
-// positions share a batch (two rows each, up to batchRows rows).
+// positions share a batch (two rows each, up to batchRows rows). Each item's snapshot goes into the
+// batch twice and its plan is applied straight into the second copy (as prepareSteeredRun does
+// into its pair's batch), so an item costs its two rows and no steered copy besides.
 std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, const EvalOptions& options, EvalTotals& totals) {
     std::vector<EvalItemResult> results(prepared.size());
     std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> groups;
@@ -206,20 +208,27 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
     const size_t perBatch = size_t(std::max(1, options.batchRows / 2));
     for (const auto& [key, members] : groups)
         for (size_t first = 0; first < members.size(); first += perBatch) {
-            std::vector<const KVCache*> caches;
-            std::vector<DecodeRow> rows;
             const size_t end = std::min(members.size(), first + perBatch);
+            std::vector<const KVCache*> caches;
+            int longest = 0;
+            for (size_t k = first; k < end; ++k) {
+                const PreparedItem& p = prepared[members[k]];
+                caches.insert(caches.end(), 2, &p.session->snapshot());
+                longest = std::max(longest, p.start.maxNewTokens);
+            }
+            KVCache batch = KVCache::stackRows(caches);
+            batch.reserve(batch.size() + longest + 1);
+            std::vector<DecodeRow> rows;
             for (size_t k = first; k < end; ++k) {
                 PreparedItem& p = prepared[members[k]];
+                editSteeredRow(*p.session, p.plan, batch, int64_t(2 * (k - first) + 1), p.start);
                 GenerationOptions g = options.generation;
                 g.maxNewTokens = p.start.maxNewTokens;
                 const std::array<DecodeRow, 2> pair = pairRows(*p.session, p.start.steered, g);
-                caches.push_back(&p.session->snapshot());
-                caches.push_back(&p.start.steered.cache);
                 rows.push_back(pair[0]);
                 rows.push_back(pair[1]);
             }
-            const BatchResult r = decodeBatch(*prepared[members[first]].session, KVCache::stackRows(caches), rows);
+            const BatchResult r = decodeBatch(*prepared[members[first]].session, std::move(batch), rows);
             totals.decodeMs += r.decodeMs;
             for (size_t k = first; k < end; ++k) {
                 EvalItemResult& out = results[members[k]];

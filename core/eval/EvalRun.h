@@ -1,14 +1,14 @@
 #pragma once
 // runEval: every item of a dataset answered unsteered and steered, scored, one result per item.
-// Each item is exactly a `kvsteer steer` run with the same settings (prepareSteeredRun, then the
-// pair's rows of the one decode loop), so its two answers' ids equal steer's; what differs is
-// only what is shared between items:
+// Each item is exactly a `kvsteer steer` run with the same settings (beginSteeredRun, the plan
+// applied into its steered row with editSteeredRow, then the pair's rows of the one decode loop),
+// so its two answers' ids equal steer's; what differs is only what is shared between items:
 //   - prefix reuse: items about the same image share the cache of the prompt up to the end of the
 //     image (the template before it, and the image encoder's work). It is computed once per image
 //     and the image's questions continue from copies of it as one batch (Session::prefillPrefix /
-//     prefillFromShared). A prefix-LM family (PaliGemma) lets the
-//     image attend to the question, so it has no reusable prefix: its items are prefilled whole. An edit-only plan is applied after the question's K/V were
-//     computed against the unedited image — as in steer.
+//     prefillFromShared). A prefix-LM family (PaliGemma) lets the image attend to the question,
+//     so it has no reusable prefix: its items are prefilled whole. An edit-only plan is applied
+//     after the question's K/V were computed against the unedited image — as in steer.
 //   - batching: the unsteered and steered rows of several questions decode as one batch (rows of
 //     equal cache length; ended rows leave the batch), up to batchRows rows per forward pass.
 // Items are processed grouped by image (in order of first appearance; dataset order inside a

@@ -135,10 +135,10 @@ MemoryNeed estimateMemory(const ModelConfig& c, int64_t weightBytes, c10::Scalar
     const int64_t act = static_cast<int64_t>(c10::elementSize(compute));
     const int64_t prompt = (c.hasVision ? c.imageSeqLength() : 0) + 128;
     need.contextTokens = std::min<int64_t>(prompt + std::max<int64_t>(reserveTokens, 1), t.maxPositionEmbeddings);
-    // K and V of every layer; four caches at the peak: the kept snapshot, a steered copy and the
-    // side-by-side pair (one batch of two).
+    // K and V of every layer; three caches at the peak: the kept snapshot and the side-by-side
+    // pair's batch of two (the steered row is edited in place there, see prepareSteeredRun).
     const int64_t perToken = 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * act;
-    need.kvCache = 4 * perToken * need.contextTokens;
+    need.kvCache = 3 * perToken * need.contextTokens;
 
     const int64_t tp = std::min(prompt, t.maxPositionEmbeddings);
     const int64_t qkv = int64_t(t.numHeads + 2 * t.numKvHeads) * t.headDim;

@@ -18,10 +18,15 @@ std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& st
     return {row, steeredRow};
 }
 
-GenerationPair decodeSideBySide(const Session& session, const SteeredCache& steered, const GenerationOptions& options,
-                                const PairCallback& onStep, const std::atomic<bool>* cancel) {
-    const std::array<DecodeRow, 2> rows = pairRows(session, steered, options);
+KVCache pairBatch(const Session& session, int newTokens) {
+    KVCache batch = KVCache::stackRows({&session.snapshot(), &session.snapshot()});
+    batch.reserve(batch.size() + newTokens + 1);
+    return batch;
+}
 
+GenerationPair decodePair(const Session& session, KVCache batch, const SteeredCache& steered, const GenerationOptions& options,
+                          const PairCallback& onStep, const std::atomic<bool>* cancel) {
+    const std::array<DecodeRow, 2> rows = pairRows(session, steered, options);
     BatchCallbacks callbacks;
     if (onStep)
         callbacks.onStep = [&](const BatchStep& s) {
@@ -33,9 +38,13 @@ GenerationPair decodeSideBySide(const Session& session, const SteeredCache& stee
             ev.rows = s.active;
             onStep(ev);
         };
-    const BatchResult r = decodeBatch(session, KVCache::stackRows({&session.snapshot(), &steered.cache}), {rows[0], rows[1]}, callbacks,
-                                      cancel, options.captureAttention);
+    const BatchResult r = decodeBatch(session, std::move(batch), {rows[0], rows[1]}, callbacks, cancel, options.captureAttention);
     return {r.rows[0], r.rows[1], r.decodeMs};
+}
+
+GenerationPair decodeSideBySide(const Session& session, const SteeredCache& steered, const GenerationOptions& options,
+                                const PairCallback& onStep, const std::atomic<bool>* cancel) {
+    return decodePair(session, KVCache::stackRows({&session.snapshot(), &steered.cache}), steered, options, onStep, cancel);
 }
 
 } // namespace kvsteer

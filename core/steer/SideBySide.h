@@ -31,6 +31,17 @@ struct GenerationPair {
 // bias), both seeded with the last prompt token, with `options`' budget and sampling.
 std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& steered, const GenerationOptions& options);
 
+// The pair's batch before its edit: the session's snapshot twice in one buffer, with room for
+// `newTokens` more (and a prefix-LM propagate's extra token). The plan is then applied straight
+// into row 1 (applyPlanTo on rowView(1)) while row 0 stays pristine: the pair holds one cache more
+// than a single stream, where a steered clone stacked with the snapshot held two more.
+KVCache pairBatch(const Session& session, int newTokens);
+
+// Decodes a pair's batch: row 0 unsteered, row 1 steered, with `steered`'s spotlight bias.
+GenerationPair decodePair(const Session& session, KVCache batch, const SteeredCache& steered, const GenerationOptions& options,
+                          const PairCallback& onStep = {}, const std::atomic<bool>* cancel = nullptr);
+
+// The same for a steered cache made on its own (applyPlan): stacked with the snapshot first.
 GenerationPair decodeSideBySide(const Session& session, const SteeredCache& steered, const GenerationOptions& options,
                                 const PairCallback& onStep = {}, const std::atomic<bool>* cancel = nullptr);
 

@@ -16,8 +16,8 @@ bool ensurePrefilled(Session& session, const Prompt& prompt, int64_t reserveToke
     return session.prefill(prompt, reserveTokens, stopRequested);
 }
 
-SteeredRunStart prepareSteeredRun(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
-                                  const std::function<bool()>& stopRequested, bool* cancelled) {
+SteeredRunStart beginSteeredRun(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
+                                const std::function<bool()>& stopRequested, bool* cancelled) {
     c10::NoGradGuard noGrad;
     const TextConfig& text = session.model().config().text;
     SteeredRunStart start;
@@ -43,15 +43,28 @@ SteeredRunStart prepareSteeredRun(Session& session, const Prompt& prompt, const 
         *cancelled = true;
         return start;
     }
-
-    // 2. The edit. Without the vectors its operator needs, the plan edits nothing.
+    // Without the vectors its operator needs, the plan edits nothing (and there is nothing to check).
     start.notices.noVectors = operatorNeedsVectors(plan.op) && plan.vectors.numLayers() == 0;
     start.notices.nothingPainted = !plan.strength.defined() || !at::any(plan.strength).item<bool>();
-    if (start.notices.noVectors) {
-        start.steered.cache = session.snapshot().clone();
-    } else {
-        start.steered = applyPlan(session, plan);
-    }
+    if (!start.notices.noVectors) checkPlanFits(session, plan);
+    return start;
+}
+
+void editSteeredRow(const Session& session, const SteeringPlan& plan, KVCache& batch, int64_t row, SteeredRunStart& start) {
+    KVCache steered = batch.rowView(row);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!start.notices.noVectors) start.steered.attentionBias = applyPlanTo(session, plan, steered);
+    start.steered.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    start.steered.cache = std::move(steered);
+}
+
+SteeredRunStart prepareSteeredRun(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
+                                  const std::function<bool()>& stopRequested, bool* cancelled) {
+    SteeredRunStart start = beginSteeredRun(session, prompt, plan, generation, stopRequested, cancelled);
+    if (*cancelled) return start;
+    // 2. The edit, into row 1 of the pair's batch; row 0 stays the pristine snapshot.
+    start.pair = pairBatch(session, start.maxNewTokens);
+    editSteeredRow(session, plan, start.pair, 1, start);
     return start;
 }
 
@@ -72,7 +85,7 @@ SteeredRunResult runSteered(Session& session, const Prompt& prompt, const Steeri
         if (callbacks.onStep) callbacks.onStep(ev);
         if (stop()) cancel = true;
     };
-    result.pair = decodeSideBySide(session, start.steered, fitted, onStep, &cancel);
+    result.pair = decodePair(session, std::move(result.start.pair), start.steered, fitted, onStep, &cancel);
     result.cancelled = result.pair.steered.cancelled || result.pair.unsteered.cancelled;
     return result;
 }

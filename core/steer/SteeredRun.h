@@ -3,8 +3,9 @@
 // bench and eval all call runSteered:
 //   1. prefill the prompt, unless the session already holds exactly this prompt (the kept
 //      snapshot is reused: a new plan on the same image costs no prefill);
-//   2. applyPlan on a copy of the snapshot (the plan comes from makePlan, over prompt.span, so a
-//      plan that does not fit is refused before any prefill);
+//   2. the plan applied straight into the steered row of the pair's batch, a copy of the snapshot
+//      (the plan comes from makePlan, over prompt.span, so a plan that does not fit is refused
+//      before any prefill);
 //   3. the token budget cut to what fits the model's context after the prompt;
 //   4. both answers decoded side by side (one batch of two rows of the decode loop).
 // What a person should know about the run (no vectors, nothing painted, a cut budget) comes back
@@ -29,7 +30,10 @@ struct RunNotices {
 
 // What is known before the first answer token (the studio shows it, then streams the tokens).
 struct SteeredRunStart {
-    SteeredCache steered;           // the edited cache (the studio keeps it for its heatmaps)
+    // The edited cache: a view of its row of the batch it decodes in (the studio keeps it for its
+    // heatmaps; it keeps that batch's buffer alive).
+    SteeredCache steered;
+    KVCache pair;                   // prepareSteeredRun's batch of the two rows; runSteered decodes it
     RunNotices notices;
     int maxNewTokens = 0;           // the budget both streams decode with
     int64_t promptTokens = 0;
@@ -51,9 +55,18 @@ struct SteeredRunCallbacks {
     std::function<bool()> stopRequested;
 };
 
-// Steps 1-3 alone: the session prefilled (or reused), the edited cache and the budget. Eval
-// prepares several questions this way and decodes their pairs as one batch. `cancelled` is set
+// Steps 1 and 3: the session prefilled (or reused), the budget and the notices; the plan checked
+// against the prompt (kvsteer::Error if it does not fit) but not applied yet. `cancelled` is set
 // when stopRequested ended the prefill (nothing else is then filled in).
+SteeredRunStart beginSteeredRun(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
+                                const std::function<bool()>& stopRequested, bool* cancelled);
+
+// Step 2 into any batch: the plan applied to row `row` of `batch`, which holds a copy of the
+// session's snapshot there; start.steered becomes a view of that row. Eval stacks several
+// questions' pairs as one batch and edits each steered row this way, with no copy of its own.
+void editSteeredRow(const Session& session, const SteeringPlan& plan, KVCache& batch, int64_t row, SteeredRunStart& start);
+
+// Steps 1-3: beginSteeredRun, then the edit into row 1 of start.pair (pairBatch).
 SteeredRunStart prepareSteeredRun(Session& session, const Prompt& prompt, const SteeringPlan& plan, const GenerationOptions& generation,
                                   const std::function<bool()>& stopRequested, bool* cancelled);
 

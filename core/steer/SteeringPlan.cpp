@@ -27,46 +27,6 @@ double coefficient(const std::vector<double>& c, int layer) {
     return c[layer];
 }
 
-void validate(const Session& session, const SteeringPlan& plan) {
-    const ModelConfig& c = session.model().config();
-    const VisualSpan& span = session.snapshot().visualSpan;
-    if (!span.valid()) throw Error("steering: the prompt holds no tokens to steer");
-    const std::vector<int64_t> grid{span.gridHeight, span.gridWidth};
-    if (!plan.strength.defined() || plan.strength.sizes().vec() != grid)
-        throw Error("steering plan: strength map must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) +
-                    "] (" + (span.isTokenStrip() ? "the prompt's token strip" : "the image's patch grid") + ")");
-    for (int l : plan.layers)
-        if (l < 0 || l >= c.text.numLayers)
-            throw Error("steering plan: layer " + std::to_string(l) + " is outside 0.." + std::to_string(c.text.numLayers - 1));
-    for (const auto& [layer, heads] : plan.headMask)
-        for (int h : heads)
-            if (h < 0 || h >= c.text.numKvHeads)
-                throw Error("steering plan: head " + std::to_string(h) + " is outside 0.." + std::to_string(c.text.numKvHeads - 1) + " (KV heads)");
-    for (const auto* coeffs : {&plan.ck, &plan.cv})
-        if (coeffs->size() != 1 && coeffs->size() != static_cast<size_t>(c.text.numLayers))
-            throw Error("steering plan: c_k / c_v need one value or one per layer (" + std::to_string(c.text.numLayers) + ")");
-    if (!operatorNeedsVectors(plan.op)) return;
-    if (plan.vectors.numLayers() != c.text.numLayers)
-        throw Error("steering plan: operator '" + operatorName(plan.op) + "' needs steering vectors for this model (" +
-                    std::to_string(c.text.numLayers) + " layers)");
-    const bool wantPre = plan.op == SteeringOperator::PreRope;
-    if ((plan.vectors.keySpace == KeySpace::PreRope) != wantPre)
-        throw Error("steering plan: operator '" + operatorName(plan.op) + "' needs " + (wantPre ? "pre-rope" : "post-rope") +
-                    " key vectors, these are " + keySpaceName(plan.vectors.keySpace),
-                    {Remedy::MatchingKeySpace});
-    if (plan.vectors.perPosition())
-        for (int l = 0; l < c.text.numLayers; ++l)
-            for (const at::Tensor* t : {&plan.vectors.keys[l], &plan.vectors.values[l]})
-                if (t->defined() && t->size(1) != span.length) {
-                    const at::Tensor& made = plan.vectors.mask;
-                    const std::string madeOn = made.defined() && made.dim() == 2
-                                                   ? " (made on a " + std::to_string(made.size(0)) + "x" + std::to_string(made.size(1)) + " grid)"
-                                                   : "";
-                    throw Error("steering plan: per-position vectors hold " + std::to_string(t->size(1)) + " positions" + madeOn +
-                                ", but this image's grid is " + std::to_string(span.gridHeight) + "x" + std::to_string(span.gridWidth) +
-                                " = " + std::to_string(span.length) + " cells");
-                }
-}
 
 // Edits the painted positions of one layer's K or V for the chosen heads, all at once:
 //   x [h, n, D] (the span's values at `index`), f [1, n, 1] = s(p) * c, dir [h, 1 or n, D],
@@ -127,6 +87,47 @@ void editLayer(const at::Tensor& cached, const VisualSpan& span, const std::vect
 
 } // namespace
 
+void checkPlanFits(const Session& session, const SteeringPlan& plan) {
+    const ModelConfig& c = session.model().config();
+    const VisualSpan& span = session.snapshot().visualSpan;
+    if (!span.valid()) throw Error("steering: the prompt holds no tokens to steer");
+    const std::vector<int64_t> grid{span.gridHeight, span.gridWidth};
+    if (!plan.strength.defined() || plan.strength.sizes().vec() != grid)
+        throw Error("steering plan: strength map must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) +
+                    "] (" + (span.isTokenStrip() ? "the prompt's token strip" : "the image's patch grid") + ")");
+    for (int l : plan.layers)
+        if (l < 0 || l >= c.text.numLayers)
+            throw Error("steering plan: layer " + std::to_string(l) + " is outside 0.." + std::to_string(c.text.numLayers - 1));
+    for (const auto& [layer, heads] : plan.headMask)
+        for (int h : heads)
+            if (h < 0 || h >= c.text.numKvHeads)
+                throw Error("steering plan: head " + std::to_string(h) + " is outside 0.." + std::to_string(c.text.numKvHeads - 1) + " (KV heads)");
+    for (const auto* coeffs : {&plan.ck, &plan.cv})
+        if (coeffs->size() != 1 && coeffs->size() != static_cast<size_t>(c.text.numLayers))
+            throw Error("steering plan: c_k / c_v need one value or one per layer (" + std::to_string(c.text.numLayers) + ")");
+    if (!operatorNeedsVectors(plan.op)) return;
+    if (plan.vectors.numLayers() != c.text.numLayers)
+        throw Error("steering plan: operator '" + operatorName(plan.op) + "' needs steering vectors for this model (" +
+                    std::to_string(c.text.numLayers) + " layers)");
+    const bool wantPre = plan.op == SteeringOperator::PreRope;
+    if ((plan.vectors.keySpace == KeySpace::PreRope) != wantPre)
+        throw Error("steering plan: operator '" + operatorName(plan.op) + "' needs " + (wantPre ? "pre-rope" : "post-rope") +
+                    " key vectors, these are " + keySpaceName(plan.vectors.keySpace),
+                    {Remedy::MatchingKeySpace});
+    if (plan.vectors.perPosition())
+        for (int l = 0; l < c.text.numLayers; ++l)
+            for (const at::Tensor* t : {&plan.vectors.keys[l], &plan.vectors.values[l]})
+                if (t->defined() && t->size(1) != span.length) {
+                    const at::Tensor& made = plan.vectors.mask;
+                    const std::string madeOn = made.defined() && made.dim() == 2
+                                                   ? " (made on a " + std::to_string(made.size(0)) + "x" + std::to_string(made.size(1)) + " grid)"
+                                                   : "";
+                    throw Error("steering plan: per-position vectors hold " + std::to_string(t->size(1)) + " positions" + madeOn +
+                                ", but this image's grid is " + std::to_string(span.gridHeight) + "x" + std::to_string(span.gridWidth) +
+                                " = " + std::to_string(span.length) + " cells");
+                }
+}
+
 double SteeringPlan::ckFor(int layer) const { return coefficient(ck, layer); }
 double SteeringPlan::cvFor(int layer) const { return coefficient(cv, layer); }
 
@@ -155,7 +156,7 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
 
 std::vector<at::Tensor> applyPlanTo(const Session& session, const SteeringPlan& plan, KVCache& cache) {
     c10::NoGradGuard noGrad;
-    validate(session, plan);
+    checkPlanFits(session, plan);
     if (cache.size() != session.snapshot().size() || cache.batch() != 1)
         throw Error("steering plan: the cache to edit must be a single-row copy of the session's snapshot");
     const Model& model = session.model();

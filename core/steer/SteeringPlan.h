@@ -60,6 +60,11 @@ struct SteeredCache {
     double editMs = 0;
 };
 
+// Throws kvsteer::Error, naming what does not fit, when the plan cannot edit the session's
+// snapshot (see applyPlan). applyPlan and applyPlanTo check first; a caller that edits later
+// (eval, into a batch) checks when it prepares.
+void checkPlanFits(const Session& session, const SteeringPlan& plan);
+
 // Clones the session's pristine snapshot and applies the plan (and the propagate recompute).
 // Throws kvsteer::Error when the plan does not fit the model or the prompt (no image, wrong grid,
 // vectors of the wrong shape or key space).
