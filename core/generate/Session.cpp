@@ -148,8 +148,10 @@ void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session
         padded.insert(padded.end(), row.begin(), row.end());
     }
     KVCache batch = sessions.size() == 1 ? std::move(roomy) : KVCache::stackRows(std::vector<const KVCache*>(sessions.size(), &roomy));
-    if (restLength > 0)
-        first.forwardIds(batch, at::tensor(padded, at::TensorOptions().dtype(at::kLong)).view({int64_t(sessions.size()), restLength}));
+    if (restLength > 0) {   // K/V only: no logits (decode feeds each prompt's last token)
+        const at::Tensor ids = at::tensor(padded, at::TensorOptions().dtype(at::kLong)).view({int64_t(sessions.size()), restLength});
+        model.decoder().forward(model.decoder().embed(ids), batch);
+    }
     const double ms = msSince(t0) / double(sessions.size());
     for (size_t b = 0; b < sessions.size(); ++b) {
         const Prompt& p = *prompts[b];
