@@ -34,7 +34,7 @@ std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& st
 // The pair's batch before its edit: the session's snapshot twice in one buffer, with room for
 // `newTokens` more (and a prefix-LM propagate's extra token). The plan is then applied straight
 // into row 1 (applyPlanTo on rowView(1)) while row 0 stays pristine: the pair holds one cache more
-// than a single stream, where a steered clone stacked with the snapshot held two more.
+// than a single stream (a steered clone, then both stacked, held two more).
 KVCache pairBatch(const Session& session, int newTokens);
 
 // Decodes a pair's batch: row 0 unsteered, row 1 steered, with `steered`'s spotlight bias.

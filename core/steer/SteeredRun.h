@@ -1,6 +1,6 @@
 #pragma once
-// SteeredRun: the one place a steered run is put together — `kvsteer steer`, the studio's Run,
-// bench and eval all call runSteered:
+// SteeredRun: the one place a steered run is put together — `kvsteer steer`, the studio's Run
+// and bench call runSteered; eval takes its steps for several questions at once:
 //   1. prefill the prompt, unless the session already holds exactly this prompt (the kept
 //      snapshot is reused: a new plan on the same image costs no prefill);
 //   2. the plan applied straight into the steered row of the pair's batch, a copy of the snapshot
