@@ -129,16 +129,6 @@ void KVCache::keepRows(const std::vector<int64_t>& rows) {
     batch_ = n;
 }
 
-KVCache KVCache::row(int64_t b) const {
-    KVCache c = *this;
-    c.batch_ = 1;
-    for (size_t l = 0; l < k_.size(); ++l) {
-        c.k_[l] = k_[l].narrow(0, b, 1).clone();
-        c.v_[l] = v_[l].narrow(0, b, 1).clone();
-    }
-    return c;
-}
-
 KVCache KVCache::rowView(int64_t b) {
     if (b < 0 || b >= batch_) throw Error("KVCache::rowView: row outside the batch");
     KVCache c = *this;

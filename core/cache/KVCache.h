@@ -54,9 +54,8 @@ public:
     // of promptPositions (3 under M-RoPE), else 1.
     at::Tensor positions(int64_t start, int64_t n) const;
 
-    // Batch rows: stack single-row caches into one batch (side-by-side decoding), or take a row out.
+    // Batch rows: stack single-row caches into one batch (side-by-side decoding).
     static KVCache stackRows(const std::vector<const KVCache*>& rows);
-    KVCache row(int64_t b) const;
     // Batch row b as a single-row cache that shares the batch's memory: edits and appends through
     // it (within the capacity) are the batch's. Its own bookkeeping (fill, tokens) is separate.
     KVCache rowView(int64_t b);

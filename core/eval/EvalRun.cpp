@@ -209,15 +209,14 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
     for (const auto& [key, members] : groups)
         for (size_t first = 0; first < members.size(); first += perBatch) {
             const size_t end = std::min(members.size(), first + perBatch);
-            std::vector<const KVCache*> caches;
+            std::vector<const KVCache*> snapshots;
             int longest = 0;
             for (size_t k = first; k < end; ++k) {
                 const PreparedItem& p = prepared[members[k]];
-                caches.insert(caches.end(), 2, &p.session->snapshot());
+                snapshots.push_back(&p.session->snapshot());
                 longest = std::max(longest, p.start.maxNewTokens);
             }
-            KVCache batch = KVCache::stackRows(caches);
-            batch.reserve(batch.size() + longest + 1);
+            KVCache batch = pairBatch(snapshots, longest);
             std::vector<DecodeRow> rows;
             for (size_t k = first; k < end; ++k) {
                 PreparedItem& p = prepared[members[k]];

@@ -18,8 +18,10 @@ std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& st
     return {row, steeredRow};
 }
 
-KVCache pairBatch(const Session& session, int newTokens) {
-    KVCache batch = KVCache::stackRows({&session.snapshot(), &session.snapshot()});
+KVCache pairBatch(const std::vector<const KVCache*>& snapshots, int newTokens) {
+    std::vector<const KVCache*> rows;
+    for (const KVCache* s : snapshots) rows.insert(rows.end(), 2, s);
+    KVCache batch = KVCache::stackRows(rows);
     batch.reserve(batch.size() + newTokens + 1);
     return batch;
 }

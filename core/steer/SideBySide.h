@@ -31,11 +31,13 @@ struct GenerationPair {
 // bias), both seeded with the last prompt token, with `options`' budget and sampling.
 std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& steered, const GenerationOptions& options);
 
-// The pair's batch before its edit: the session's snapshot twice in one buffer, with room for
-// `newTokens` more (and a prefix-LM propagate's extra token). The plan is then applied straight
-// into row 1 (applyPlanTo on rowView(1)) while row 0 stays pristine: the pair holds one cache more
-// than a single stream (a steered clone, then both stacked, held two more).
-KVCache pairBatch(const Session& session, int newTokens);
+// The pairs' batch before their edits: each snapshot twice, in order, in one buffer, with room for
+// `newTokens` more (and a prefix-LM propagate's extra token). Each plan is then applied straight
+// into its odd row (applyPlanTo on rowView(2i + 1)) while the even row stays pristine: a pair
+// holds one cache more than a single stream (a steered clone, then both stacked, held two more).
+// The snapshots must hold the same number of tokens (one pair for a steer run; eval's questions
+// of one length).
+KVCache pairBatch(const std::vector<const KVCache*>& snapshots, int newTokens);
 
 // Decodes a pair's batch: row 0 unsteered, row 1 steered, with `steered`'s spotlight bias.
 GenerationPair decodePair(const Session& session, KVCache batch, const SteeredCache& steered, const GenerationOptions& options,

@@ -63,7 +63,7 @@ SteeredRunStart prepareSteeredRun(Session& session, const Prompt& prompt, const 
     SteeredRunStart start = beginSteeredRun(session, prompt, plan, generation, stopRequested, cancelled);
     if (*cancelled) return start;
     // 2. The edit, into row 1 of the pair's batch; row 0 stays the pristine snapshot.
-    start.pair = pairBatch(session, start.maxNewTokens);
+    start.pair = pairBatch({&session.snapshot()}, start.maxNewTokens);
     editSteeredRow(session, plan, start.pair, 1, start);
     return start;
 }

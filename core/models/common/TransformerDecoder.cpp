@@ -155,7 +155,6 @@ at::Tensor TransformerDecoder::attention(const at::Tensor& q, const at::Tensor& 
     // the G = H / H_kv query heads that share a KV head are stacked along the query axis.
     const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3);
     const int64_t hkv = k.size(1), g = h / hkv, s = k.size(2);
-    const at::Tensor qg = q.reshape({b, hkv, g * t, hd});
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     // bias [Bb, Hb, S'] -> [Bb, H_kv or 1, G or 1, 1, S'], added to the first S' key positions.
     at::Tensor bb;
@@ -170,6 +169,7 @@ at::Tensor TransformerDecoder::attention(const at::Tensor& q, const at::Tensor& 
         return o.view({b, 1, h * hd});
     }
 
+    const at::Tensor qg = q.reshape({b, hkv, g * t, hd});
     at::Tensor out, lastProbs;   // [B, H_kv, G*T, hd]; [B, H_kv, G, S]
     const bool smallRows = hkv * s * (hd + g * t) <= kBatchedAttentionMaxElements;
     if (!q.device().is_cpu() || smallRows) {
