@@ -1,7 +1,8 @@
 // The CPU matmul kernels (core/kernels): the skinny and panel kernels against a float64 x · Wᵀ on
 // the widened weights, for f32/f16/bf16 weights, on EVERY instruction set this CPU has (so the
 // portable fallback and the AVX2 path are tested on an AVX-512 machine too); strided operands;
-// the exact element conversions; argmax against at::argmax; ISA selection; one thread against two.
+// the exact element conversions; argmax against at::argmax; attention's softmax and weighted sum
+// against double sums; ISA selection; one thread against two.
 #include "TestSupport.h"
 #include "Runtime.h"
 #include "kernels/KernelTable.h"
@@ -16,6 +17,7 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/rand.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
 #include <c10/util/BFloat16.h>
@@ -194,6 +196,72 @@ private slots:
                 QVERIFY2(argmax(c.data(), int64_t(c.size())) == at::argmax(t).item<int64_t>(),
                          qPrintable(QString("%1, %2 values").arg(isaName(isa)).arg(c.size())));
             }
+        }
+    }
+
+    void softmaxMatchesDoubleOnEveryIsa() {
+        // Against exp and the sum in double: every probability within 2e-6 of its own size (the
+        // polynomial exp is about an ulp off, the float sum a few) besides the rounding of the
+        // float x - max; where e^(x - max) is below
+        // float's normals, 0 or a subnormal; a masked (-inf) score exactly 0; a NaN score spoils
+        // the whole row rather than giving a wrong distribution quietly.
+        at::manual_seed(4);
+        IsaRestorer restore;
+        for (Isa isa : supportedIsas()) {
+            forceIsa(isa);
+            for (int64_t n : {1, 5, 8, 15, 16, 17, 33, 600, 4097}) {
+                const at::Tensor scores = at::randn({n}) * 30;
+                std::vector<float> p(scores.data_ptr<float>(), scores.data_ptr<float>() + n);
+                if (n > 2) p[1] = -INFINITY;
+                const std::vector<float> x = p;
+                softmax(p.data(), n);
+                const double max = *std::max_element(x.begin(), x.end());
+                double sum = 0;
+                for (float v : x) sum += std::exp(double(v) - max);
+                for (int64_t s = 0; s < n; ++s) {
+                    const double expected = std::exp(double(x[size_t(s)]) - max) / sum;
+                    const QString where = QString("%1, n %2, s %3: %4 against %5").arg(isaName(isa)).arg(n).arg(s).arg(p[size_t(s)]).arg(expected);
+                    if (x[size_t(s)] == -INFINITY) QVERIFY2(p[size_t(s)] == 0.0f, qPrintable(where));
+                    else if (expected < 1.2e-38) QVERIFY2(p[size_t(s)] >= 0.0f && p[size_t(s)] < 1.2e-38f, qPrintable(where));
+                    else   // and x - max rounded to float: its half ulp, relative, grows with |x - max|
+                        QVERIFY2(std::abs(p[size_t(s)] - expected) <= (2e-6 + 6e-8 * (max - x[size_t(s)])) * expected, qPrintable(where));
+                }
+            }
+            std::vector<float> same(37, 2.5f);
+            softmax(same.data(), 37);
+            for (float v : same) QVERIFY(std::abs(v - 1.0f / 37) <= 1e-7f);
+            std::vector<float> withNan = {1.0f, NAN, 2.0f};
+            softmax(withNan.data(), 3);
+            for (float v : withNan) QVERIFY2(std::isnan(v), isaName(isa));
+        }
+    }
+
+    void weightedSumMatchesDoubleOnEveryIsa() {
+        // out = p · v over rows vStride apart, for head widths with every tail of the 8- and
+        // 16-wide paths and more than one pass of accumulators; each output within 1e-6 of
+        // sum |p v| of the double sum.
+        at::manual_seed(5);
+        IsaRestorer restore;
+        for (Isa isa : supportedIsas()) {
+            forceIsa(isa);
+            for (int64_t hd : {1, 8, 15, 16, 17, 64, 80, 128, 129, 200})
+                for (int64_t n : {1, 7, 600}) {
+                    const int64_t stride = hd + 3;
+                    const at::Tensor p = at::rand({n}), v = at::randn({n, stride});
+                    std::vector<float> out(size_t(hd) + 1, 42.0f);   // one past the end stays untouched
+                    weightedSum(p.data_ptr<float>(), v.data_ptr<float>(), stride, n, hd, out.data());
+                    for (int64_t i = 0; i < hd; ++i) {
+                        double expected = 0, magnitude = 0;
+                        for (int64_t s = 0; s < n; ++s) {
+                            const double term = double(p[s].item<float>()) * v[s][i].item<float>();
+                            expected += term;
+                            magnitude += std::abs(term);
+                        }
+                        QVERIFY2(std::abs(out[size_t(i)] - expected) <= 1e-6 * magnitude + 1e-30,
+                                 qPrintable(QString("%1, hd %2, n %3, i %4").arg(isaName(isa)).arg(hd).arg(n).arg(i)));
+                    }
+                    QCOMPARE(out[size_t(hd)], 42.0f);
+                }
         }
     }
 

@@ -26,10 +26,17 @@ using WidenFn = void (*)(const void* src, WeightType t, int64_t n, float* dst);
 // The index of the first largest of v[0..n), a NaN counting as the largest.
 using ArgmaxFn = int64_t (*)(const float* v, int64_t n);
 
+// In place: p[s] = exp(p[s] - max) / sum for s < n.
+using SoftmaxFn = void (*)(float* p, int64_t n);
+// out[i] = sum over s < n of p[s] * v[s * vStride + i], for i < hd.
+using WeightedSumFn = void (*)(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out);
+
 struct KernelTable {
     SkinnyFn skinny = nullptr;
     WidenFn widenRow = nullptr;
     ArgmaxFn argmax = nullptr;
+    SoftmaxFn softmax = nullptr;
+    WeightedSumFn weightedSum = nullptr;
 };
 
 // One table per ISA. The x86 getters return nullptr when the project is built for another
@@ -117,5 +124,19 @@ static inline int64_t argmaxByKeys(const float* values, int64_t n) {
         if (orderKey(v[i]) == best) return i;
     return 0;   // n == 0
 }
+
+// ---- exp for the softmax's SIMD paths (constants only: the code is per ISA) ----
+//
+// e^x = 2^n * e^r with n = round(x / ln 2) and r = x - n ln 2, |r| <= ln2 / 2. ln 2 is split in
+// two (a high part exact in few bits, so n * kLn2High is exact, and the rest) so r keeps its low
+// bits. e^r is its Taylor series to r^7: the first term left out, r^8 / 8!, is below 1e-8 there,
+// under half a float ulp of e^r >= 0.7. A softmax only asks for x <= 0 (scores minus their max);
+// below kExpUnderflow e^x is under float's smallest normal and the paths return 0, as they do for
+// -inf (a masked score).
+constexpr float kLog2E = 1.44269504088896341f;
+constexpr float kLn2High = 0.693145751953125f;
+constexpr float kLn2Low = 1.42860682030941723e-6f;
+constexpr float kExpUnderflow = -87.33654475f;   // ln of float's smallest normal, 2^-126
+constexpr float kExpTaylor[8] = {1.0f, 1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
 
 } // namespace kvsteer::kernels::detail

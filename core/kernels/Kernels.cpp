@@ -136,6 +136,12 @@ void widenRow(const void* src, WeightType t, int64_t n, float* dst) { activeTabl
 
 int64_t argmax(const float* v, int64_t n) { return activeTable().argmax(v, n); }
 
+void softmax(float* p, int64_t n) { activeTable().softmax(p, n); }
+
+void weightedSum(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out) {
+    activeTable().weightedSum(p, v, vStride, n, hd, out);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Splitting the work
 

@@ -1,5 +1,6 @@
 #pragma once
-// kvsteer's own CPU matmul kernels: y = x · Wᵀ with W kept in the checkpoint's dtype.
+// kvsteer's own CPU kernels: y = x · Wᵀ with W kept in the checkpoint's dtype, and the few vector
+// steps a decode step repeats many times (argmax, attention's softmax and weighted sum).
 //
 // Why they exist: libtorch 1.13 has no float16 matmul on CPU and its bfloat16 paths are slow or
 // wrong on AVX2, yet a 7B model only fits a 24 GB desktop if its 16-bit weights stay 16-bit. So
@@ -80,5 +81,14 @@ void widenRow(const void* src, WeightType t, int64_t n, float* dst);
 // at::argmax gives, at memory speed (greedy decoding runs it over the vocabulary, once per row
 // per token; a plain compare loop over 32k logits cost a small model's step 15 %).
 int64_t argmax(const float* v, int64_t n);
+
+// A decode step's attention after its scores (nn/DecodeAttention.cpp), one query head at a time.
+// As plain loops (libm's expf, a scalar sum) these were most of a small model's attention.
+//   softmax, in place: p[s] = exp(p[s] - max) / sum for s < n. The SIMD paths compute exp with a
+//   polynomial (about an ulp from libm's) and sum in float lanes; a NaN score is left out of the max.
+//   weightedSum: out[i] = sum over s < n of p[s] * v[s * vStride + i], for i < hd (the probabilities
+//   times a head's values, each value row read once).
+void softmax(float* p, int64_t n);
+void weightedSum(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out);
 
 } // namespace kvsteer::kernels

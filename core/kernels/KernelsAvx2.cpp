@@ -160,10 +160,112 @@ void widenRowAvx2(const void* src, WeightType type, int64_t n, float* dst) {
 
 int64_t argmaxAvx2(const float* v, int64_t n) { return argmaxByKeys(v, n); }
 
+// The first `count` lanes (0..8) of a mask for _mm256_maskload_ps / maskstore.
+__m256i firstLanes(int64_t count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// e^x in each lane (see kExpTaylor in KernelTable.h); 0 below kExpUnderflow and for -inf.
+__m256 exp8(__m256 x) {
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), r);
+    __m256 poly = _mm256_set1_ps(kExpTaylor[7]);
+    for (int i = 6; i >= 0; --i) poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(kExpTaylor[i]));
+    // 2^n: n + 127 as a float's exponent bits (n >= -126 wherever the lane is kept).
+    const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    const __m256 result = _mm256_mul_ps(poly, _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23)));
+    const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(kExpUnderflow), _CMP_LT_OQ);
+    return _mm256_andnot_ps(under, result);
+}
+
+float horizontalMax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+void softmaxAvx2(float* p, int64_t n) {
+    const __m256 lowest = _mm256_set1_ps(-__builtin_inff());
+    __m256 max = lowest;
+    int64_t s = 0;
+    for (; s + kVec <= n; s += kVec) max = _mm256_max_ps(_mm256_loadu_ps(p + s), max);   // a NaN lane keeps max
+    if (s < n) {
+        const __m256i tail = firstLanes(n - s);
+        max = _mm256_max_ps(_mm256_blendv_ps(lowest, _mm256_maskload_ps(p + s, tail), _mm256_castsi256_ps(tail)), max);
+    }
+    const __m256 shift = _mm256_set1_ps(horizontalMax(max));
+    __m256 sum = _mm256_setzero_ps();
+    for (s = 0; s + kVec <= n; s += kVec) {
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p + s), shift));
+        _mm256_storeu_ps(p + s, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    if (s < n) {
+        const __m256i tail = firstLanes(n - s);
+        const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(_mm256_maskload_ps(p + s, tail), shift)), _mm256_castsi256_ps(tail));
+        _mm256_maskstore_ps(p + s, tail, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    const __m256 inverse = _mm256_set1_ps(1.0f / horizontalSum(sum));
+    for (s = 0; s + kVec <= n; s += kVec) _mm256_storeu_ps(p + s, _mm256_mul_ps(_mm256_loadu_ps(p + s), inverse));
+    if (s < n) {
+        const __m256i tail = firstLanes(n - s);
+        _mm256_maskstore_ps(p + s, tail, _mm256_mul_ps(_mm256_maskload_ps(p + s, tail), inverse));
+    }
+}
+
+// out[c0 .. c0 + width) of the weighted sum, V registers of accumulators (width <= 8 V): every
+// v row's slice is loaded once and added in while the accumulators stay in registers.
+template <int V>
+void weightedSlice(const float* p, const float* v, int64_t vStride, int64_t n, int64_t width, float* out) {
+    const __m256i last = firstLanes(width - (V - 1) * kVec);
+    __m256 acc[V];
+    for (int j = 0; j < V; ++j) acc[j] = _mm256_setzero_ps();
+    // One value row into the accumulators (acc += p[s] * row s).
+    auto addRow = [&](__m256* into, int64_t s) {
+        const __m256 weight = _mm256_set1_ps(p[s]);
+        const float* row = v + s * vStride;
+        for (int j = 0; j < V - 1; ++j) into[j] = _mm256_fmadd_ps(weight, _mm256_loadu_ps(row + j * kVec), into[j]);
+        into[V - 1] = _mm256_fmadd_ps(weight, _mm256_maskload_ps(row + (V - 1) * kVec, last), into[V - 1]);
+    };
+    int64_t s = 0;
+    if (V <= 4) {   // few accumulators: a second set takes the odd rows, so two FMA chains overlap
+        __m256 odd[V];
+        for (int j = 0; j < V; ++j) odd[j] = _mm256_setzero_ps();
+        for (; s + 2 <= n; s += 2) {
+            addRow(acc, s);
+            addRow(odd, s + 1);
+        }
+        for (int j = 0; j < V; ++j) acc[j] = _mm256_add_ps(acc[j], odd[j]);
+    }
+    for (; s < n; ++s) addRow(acc, s);
+    for (int j = 0; j < V - 1; ++j) _mm256_storeu_ps(out + j * kVec, acc[j]);
+    _mm256_maskstore_ps(out + (V - 1) * kVec, last, acc[V - 1]);
+}
+
+void weightedSumAvx2(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out) {
+    constexpr int64_t kSlice = 8 * kVec;   // 8 accumulators (of 16 registers): a 128-wide head in two passes
+    for (int64_t c0 = 0; c0 < hd; c0 += kSlice) {
+        const int64_t width = hd - c0 < kSlice ? hd - c0 : kSlice;
+        switch ((width + kVec - 1) / kVec) {   // compile-time V, so the accumulators stay in registers
+        case 1: weightedSlice<1>(p, v + c0, vStride, n, width, out + c0); break;
+        case 2: weightedSlice<2>(p, v + c0, vStride, n, width, out + c0); break;
+        case 3: weightedSlice<3>(p, v + c0, vStride, n, width, out + c0); break;
+        case 4: weightedSlice<4>(p, v + c0, vStride, n, width, out + c0); break;
+        case 5: weightedSlice<5>(p, v + c0, vStride, n, width, out + c0); break;
+        case 6: weightedSlice<6>(p, v + c0, vStride, n, width, out + c0); break;
+        case 7: weightedSlice<7>(p, v + c0, vStride, n, width, out + c0); break;
+        default: weightedSlice<8>(p, v + c0, vStride, n, width, out + c0); break;
+        }
+    }
+}
+
 } // namespace
 
 const KernelTable* avx2Table() {
-    static const KernelTable table{skinnyAvx2, widenRowAvx2, argmaxAvx2};
+    static const KernelTable table{skinnyAvx2, widenRowAvx2, argmaxAvx2, softmaxAvx2, weightedSumAvx2};
     return &table;
 }
 

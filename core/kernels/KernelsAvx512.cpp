@@ -175,10 +175,97 @@ void widenRowAvx512(const void* src, WeightType type, int64_t n, float* dst) {
 
 int64_t argmaxAvx512(const float* v, int64_t n) { return argmaxByKeys(v, n); }
 
+// e^x in each lane (see kExpTaylor in KernelTable.h); 0 below kExpUnderflow and for -inf.
+__m512 exp16(__m512 x) {
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2High), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Low), r);
+    __m512 poly = _mm512_set1_ps(kExpTaylor[7]);
+    for (int i = 6; i >= 0; --i) poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(kExpTaylor[i]));
+    // 2^n: n + 127 as a float's exponent bits (n >= -126 wherever the lane is kept).
+    const __m512i biased = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+    const __m512 result = _mm512_mul_ps(poly, _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23)));
+    const __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpUnderflow), _CMP_LT_OQ);
+    return _mm512_mask_mov_ps(result, under, _mm512_setzero_ps());
+}
+
+void softmaxAvx512(float* p, int64_t n) {
+    const __m512 lowest = _mm512_set1_ps(-__builtin_inff());
+    __m512 max = lowest;
+    int64_t s = 0;
+    for (; s + kVec <= n; s += kVec) max = _mm512_max_ps(_mm512_loadu_ps(p + s), max);   // a NaN lane keeps max
+    if (s < n) max = _mm512_max_ps(_mm512_mask_loadu_ps(lowest, firstLanes(n - s), p + s), max);
+    const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(max));
+    __m512 sum = _mm512_setzero_ps();
+    for (s = 0; s + kVec <= n; s += kVec) {
+        const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(p + s), shift));
+        _mm512_storeu_ps(p + s, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    if (s < n) {
+        const __mmask16 tail = firstLanes(n - s);
+        const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, p + s), shift));
+        _mm512_mask_storeu_ps(p + s, tail, e);
+        sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(tail, e));
+    }
+    const __m512 inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    for (s = 0; s + kVec <= n; s += kVec) _mm512_storeu_ps(p + s, _mm512_mul_ps(_mm512_loadu_ps(p + s), inverse));
+    if (s < n) {
+        const __mmask16 tail = firstLanes(n - s);
+        _mm512_mask_storeu_ps(p + s, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, p + s), inverse));
+    }
+}
+
+// out[c0 .. c0 + width) of the weighted sum, V registers of accumulators (width <= 16 V): every
+// v row's slice is loaded once and added in while the accumulators stay in registers.
+template <int V>
+void weightedSlice(const float* p, const float* v, int64_t vStride, int64_t n, int64_t width, float* out) {
+    const __mmask16 last = firstLanes(width - (V - 1) * kVec);
+    __m512 acc[V];
+    for (int j = 0; j < V; ++j) acc[j] = _mm512_setzero_ps();
+    // One value row into the accumulators (acc += p[s] * row s).
+    auto addRow = [&](__m512* into, int64_t s) {
+        const __m512 weight = _mm512_set1_ps(p[s]);
+        const float* row = v + s * vStride;
+        for (int j = 0; j < V - 1; ++j) into[j] = _mm512_fmadd_ps(weight, _mm512_loadu_ps(row + j * kVec), into[j]);
+        into[V - 1] = _mm512_fmadd_ps(weight, _mm512_maskz_loadu_ps(last, row + (V - 1) * kVec), into[V - 1]);
+    };
+    int64_t s = 0;
+    if (V <= 4) {   // few accumulators: a second set takes the odd rows, so two FMA chains overlap
+        __m512 odd[V];
+        for (int j = 0; j < V; ++j) odd[j] = _mm512_setzero_ps();
+        for (; s + 2 <= n; s += 2) {
+            addRow(acc, s);
+            addRow(odd, s + 1);
+        }
+        for (int j = 0; j < V; ++j) acc[j] = _mm512_add_ps(acc[j], odd[j]);
+    }
+    for (; s < n; ++s) addRow(acc, s);
+    for (int j = 0; j < V - 1; ++j) _mm512_storeu_ps(out + j * kVec, acc[j]);
+    _mm512_mask_storeu_ps(out + (V - 1) * kVec, last, acc[V - 1]);
+}
+
+void weightedSumAvx512(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out) {
+    constexpr int64_t kSlice = 8 * kVec;   // 8 accumulators: a 128-wide head in one pass over v
+    for (int64_t c0 = 0; c0 < hd; c0 += kSlice) {
+        const int64_t width = hd - c0 < kSlice ? hd - c0 : kSlice;
+        switch ((width + kVec - 1) / kVec) {   // compile-time V, so the accumulators stay in registers
+        case 1: weightedSlice<1>(p, v + c0, vStride, n, width, out + c0); break;
+        case 2: weightedSlice<2>(p, v + c0, vStride, n, width, out + c0); break;
+        case 3: weightedSlice<3>(p, v + c0, vStride, n, width, out + c0); break;
+        case 4: weightedSlice<4>(p, v + c0, vStride, n, width, out + c0); break;
+        case 5: weightedSlice<5>(p, v + c0, vStride, n, width, out + c0); break;
+        case 6: weightedSlice<6>(p, v + c0, vStride, n, width, out + c0); break;
+        case 7: weightedSlice<7>(p, v + c0, vStride, n, width, out + c0); break;
+        default: weightedSlice<8>(p, v + c0, vStride, n, width, out + c0); break;
+        }
+    }
+}
+
 } // namespace
 
 const KernelTable* avx512Table() {
-    static const KernelTable table{skinnyAvx512, widenRowAvx512, argmaxAvx512};
+    static const KernelTable table{skinnyAvx512, widenRowAvx512, argmaxAvx512, softmaxAvx512, weightedSumAvx512};
     return &table;
 }
 

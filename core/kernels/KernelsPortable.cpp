@@ -7,6 +7,9 @@
 // is loaded once per call.
 #include "kernels/KernelTable.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace kvsteer::kernels::detail {
 namespace {
 
@@ -99,10 +102,29 @@ void widenRowPortable(const void* src, WeightType type, int64_t n, float* dst) {
 
 int64_t argmaxPortable(const float* v, int64_t n) { return argmaxByKeys(v, n); }
 
+// The reference softmax: libm's expf, the sum in double.
+void softmaxPortable(float* p, int64_t n) {
+    float max = -INFINITY;
+    for (int64_t s = 0; s < n; ++s) max = std::max(max, p[s]);
+    double sum = 0;
+    for (int64_t s = 0; s < n; ++s) {
+        p[s] = std::exp(p[s] - max);
+        sum += p[s];
+    }
+    const float inverse = float(1.0 / sum);
+    for (int64_t s = 0; s < n; ++s) p[s] *= inverse;
+}
+
+void weightedSumPortable(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out) {
+    for (int64_t i = 0; i < hd; ++i) out[i] = 0.0f;
+    for (int64_t s = 0; s < n; ++s)
+        for (int64_t i = 0; i < hd; ++i) out[i] += p[s] * v[s * vStride + i];
+}
+
 } // namespace
 
 const KernelTable* portableTable() {
-    static const KernelTable table{skinnyPortable, widenRowPortable, argmaxPortable};
+    static const KernelTable table{skinnyPortable, widenRowPortable, argmaxPortable, softmaxPortable, weightedSumPortable};
     return &table;
 }
 

@@ -6,36 +6,10 @@
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
-#include <cmath>
-#include <vector>
 
 namespace kvsteer {
 
 namespace {
-
-// In place: p[s] = exp(p[s] - max) / sum over s < n.
-void softmax(float* p, int64_t n) {
-    float max = -INFINITY;
-    for (int64_t s = 0; s < n; ++s) max = std::max(max, p[s]);
-    double sum = 0;
-    for (int64_t s = 0; s < n; ++s) {
-        p[s] = std::exp(p[s] - max);
-        sum += p[s];
-    }
-    const float inverse = float(1.0 / sum);
-    for (int64_t s = 0; s < n; ++s) p[s] *= inverse;
-}
-
-// out[hd] = sum_s p[s] * v[s][hd], v rows vStride floats apart.
-void weightedSum(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out) {
-    std::fill(out, out + hd, 0.0f);
-    for (int64_t s = 0; s < n; ++s) {
-        const float weight = p[s];
-        const float* row = v + s * vStride;
-#pragma omp simd
-        for (int64_t i = 0; i < hd; ++i) out[i] += weight * row[i];
-    }
-}
 
 bool cpuFloat(const at::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == at::kFloat; }
 
@@ -77,8 +51,8 @@ at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keys, const at
                 const float* add = bc.data_ptr<float>() + bb * bc.stride(0) + bk * bc.stride(1) + bg * bc.stride(2);
                 for (int64_t j = 0; j < std::min(s, bc.size(4)); ++j) scores[j] += add[j];
             }
-            softmax(scores, s);
-            weightedSum(scores, v, values.stride(2), s, hd, op + (bi * h + head) * hd);
+            kernels::softmax(scores, s);
+            kernels::weightedSum(scores, v, values.stride(2), s, hd, op + (bi * h + head) * hd);
         }
     };
     // Spread the pairs over the pool only when there is enough work per pair to pay for it (a
