@@ -7,6 +7,10 @@
 #include <dlfcn.h>
 #include <thread>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace kvsteer {
 
 namespace {
@@ -19,9 +23,28 @@ using GetThreadsFn = int (*)();
 SetThreadsFn openblasSetThreads() { return reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")); }
 GetThreadsFn openblasGetThreads() { return reinterpret_cast<GetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")); }
 
+// A decode step frees and allocates the same buffers every token (the logits, the attention's
+// scores, a batch's caches). glibc's malloc hands a freed buffer of more than 128 KB back to the
+// kernel (an mmap'd block, or the heap's trimmed top), so the next one is fresh memory that faults
+// in page by page, zeroed; on a VM each fault costs several microseconds. Buffers up to 32 MB (its
+// own ceiling for the threshold it adapts) now come from the heap, which keeps up to 64 MB free for
+// reuse; larger ones (a 7B model's caches) are still mapped and returned. Measured on tiny-llava's
+// eval of 168 questions: 118k page faults -> 38k, 2.1 -> 1.6 s.
+void keepFreedBuffersForReuse() {
+#if defined(__GLIBC__)
+    static const bool done = [] {
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+        mallopt(M_TRIM_THRESHOLD, 64 << 20);
+        return true;
+    }();
+    (void)done;
+#endif
+}
+
 } // namespace
 
 void setThreads(int threads) {
+    keepFreedBuffersForReuse();
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (SetThreadsFn set = openblasSetThreads()) set(1);
     at::set_num_threads(threads);

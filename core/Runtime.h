@@ -1,5 +1,5 @@
 #pragma once
-// Process-wide runtime settings of libtorch: who owns the cores.
+// Process-wide runtime settings: who owns the cores, and how freed memory is kept.
 //
 // One pool owns them: ATen's intra-op pool (OpenMP in Debian's libtorch). kvsteer's kernels split
 // their work with at::parallel_for, and the sgemm calls they make inside it run single-threaded.
@@ -10,7 +10,8 @@
 
 namespace kvsteer {
 
-void setThreads(int threads);   // 0 = all hardware threads; also pins OpenBLAS to one thread
+void setThreads(int threads);   // 0 = all hardware threads; also pins OpenBLAS to one thread and
+                                // keeps freed buffers in the heap for reuse (see Runtime.cpp)
 int currentThreads();           // threads of the pool that holds the cores
 // For code whose matmuls are ATen's own (the demo trainer): the cores go to OpenBLAS instead and
 // ATen's pool gets one thread. loading a model switches back.

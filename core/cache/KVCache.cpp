@@ -77,30 +77,30 @@ void KVCache::reserve(int64_t capacity) {
     capacity_ = capacity;
 }
 
-KVCache KVCache::stackRows(const std::vector<const KVCache*>& rows) {
+KVCache KVCache::stackRows(const std::vector<const KVCache*>& rows, int64_t capacity) {
     if (rows.empty()) throw Error("KVCache::stackRows: no rows");
     const KVCache& first = *rows.front();
     for (const KVCache* r : rows)
         if (r->size() != first.size() || r->numLayers() != first.numLayers() || r->batch() != 1)
             throw Error("KVCache::stackRows: rows must be single-row caches of equal length and depth");
-    KVCache c;
+    // One concatenation per buffer of each row's tokens and as much of its room as asked for and
+    // all rows have; only when they have too little does reserve() move it into bigger buffers.
+    int64_t room = first.capacity_;
+    for (const KVCache* r : rows) room = std::min(room, r->capacity_);
+    if (capacity > 0) room = std::max(first.size(), std::min(room, capacity));
+    KVCache c = first;   // the bookkeeping (fill, tokens, span, positions); the buffers are replaced
     c.batch_ = static_cast<int64_t>(rows.size());
-    c.capacity_ = first.capacity_;
-    for (const KVCache* r : rows) c.capacity_ = std::min(c.capacity_, r->capacity_);
-    c.fill_ = first.fill_;
-    c.tokens_ = first.tokens_;
-    c.visualSpan = first.visualSpan;
-    c.positionOffset = first.positionOffset;
-    c.promptPositions = first.promptPositions;
-    for (int l = 0; l < first.numLayers(); ++l) {
+    c.capacity_ = room;
+    for (size_t l = 0; l < first.k_.size(); ++l) {
         std::vector<at::Tensor> ks, vs;
         for (const KVCache* r : rows) {
-            ks.push_back(r->k_[l].narrow(2, 0, c.capacity_));
-            vs.push_back(r->v_[l].narrow(2, 0, c.capacity_));
+            ks.push_back(r->k_[l].narrow(2, 0, room));
+            vs.push_back(r->v_[l].narrow(2, 0, room));
         }
-        c.k_.push_back(at::cat(ks, 0));
-        c.v_.push_back(at::cat(vs, 0));
+        c.k_[l] = at::cat(ks, 0);
+        c.v_[l] = at::cat(vs, 0);
     }
+    c.reserve(capacity);
     return c;
 }
 

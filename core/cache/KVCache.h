@@ -54,8 +54,9 @@ public:
     // of promptPositions (3 under M-RoPE), else 1.
     at::Tensor positions(int64_t start, int64_t n) const;
 
-    // Batch rows: stack single-row caches into one batch (side-by-side decoding).
-    static KVCache stackRows(const std::vector<const KVCache*>& rows);
+    // Batch rows: stack single-row caches into one batch (side-by-side decoding), with room for
+    // `capacity` tokens (0: the smallest of the rows' capacities). Only the held tokens are copied.
+    static KVCache stackRows(const std::vector<const KVCache*>& rows, int64_t capacity = 0);
     // Batch row b as a single-row cache that shares the batch's memory: edits and appends through
     // it (within the capacity) are the batch's. Its own bookkeeping (fill, tokens) is separate.
     KVCache rowView(int64_t b);

@@ -21,9 +21,7 @@ std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& st
 KVCache pairBatch(const std::vector<const KVCache*>& snapshots, int newTokens) {
     std::vector<const KVCache*> rows;
     for (const KVCache* s : snapshots) rows.insert(rows.end(), 2, s);
-    KVCache batch = KVCache::stackRows(rows);
-    batch.reserve(batch.size() + newTokens + 1);
-    return batch;
+    return KVCache::stackRows(rows, snapshots.front()->size() + newTokens + 1);
 }
 
 GenerationPair decodePair(const Session& session, KVCache batch, const SteeredCache& steered, const GenerationOptions& options,
