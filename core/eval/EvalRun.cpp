@@ -275,11 +275,13 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
     if (options.batchRows < 2 || options.batchRows > 8) throw Error("eval: a batch holds 2 to 8 rows (two per question)");
     const auto t0 = std::chrono::steady_clock::now();
     EvalTotals totals;
-    // Items are prepared a few batches at a time, so questions whose prompts have the same length
-    // find each other and fill a batch; about kPreparedBytes of caches are held at once, prepared
-    // and waiting together (a float32 7B cache is ~0.5 MB a token: two questions' worth).
+    // Items are prepared eight batches at a time, so questions whose prompts have the same length
+    // find each other and fill a batch (with four, a demo-pope chunk of three images' questions in
+    // three lengths decoded in 6 batches where 4.5 would do); at most about kPreparedBytes of
+    // caches are held at once, prepared and waiting together (a float32 7B cache is ~0.5 MB a
+    // token: two questions' worth).
     const TextConfig& t = model->config().text;
-    const size_t perChunk = size_t(options.batchRows / 2) * 4;
+    const size_t perChunk = size_t(options.batchRows / 2) * 8;
     EvalRunner runner(model, steering, options, totals, perChunk);
     const std::vector<const EvalItem*> order = evalOrder(items);
     auto reportFailures = [&] {
