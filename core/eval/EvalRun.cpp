@@ -276,10 +276,10 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
     const auto t0 = std::chrono::steady_clock::now();
     EvalTotals totals;
     // Items are prepared eight batches at a time, so questions whose prompts have the same length
-    // find each other and fill a batch (with four, a demo-pope chunk of three images' questions in
-    // three lengths decoded in 6 batches where 4.5 would do); at most about kPreparedBytes of
-    // caches are held at once, prepared and waiting together (a float32 7B cache is ~0.5 MB a
-    // token: two questions' worth).
+    // find each other and fill a batch (a chunk's questions come in a few lengths, and each
+    // length's last batch may be partly empty); at most about kPreparedBytes of caches are held
+    // at once, prepared and waiting together (a float32 7B cache is ~0.5 MB a token: two
+    // questions' worth).
     const TextConfig& t = model->config().text;
     const size_t perChunk = size_t(options.batchRows / 2) * 8;
     EvalRunner runner(model, steering, options, totals, perChunk);
