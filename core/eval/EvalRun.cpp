@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <utility>
@@ -197,9 +198,12 @@ private:
 // Decodes the prepared items' pairs: items whose caches hold the same number of tokens at the same
 // positions share a batch (two rows each, up to batchRows rows). Each item's snapshot goes into the
 // batch twice and its plan is applied straight into the second copy (as prepareSteeredRun does
-// into its pair's batch), so an item costs its two rows and no steered copy besides.
-std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, const EvalOptions& options, EvalTotals& totals) {
+// into its pair's batch), so an item costs its two rows and no steered copy besides. A stop
+// request ends it after the current batch: only the items decoded come back.
+std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, const EvalOptions& options, EvalTotals& totals,
+                                        const std::function<bool()>& stopRequested) {
     std::vector<EvalItemResult> results(prepared.size());
+    std::vector<bool> decoded(prepared.size(), false);
     std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> groups;
     for (size_t i = 0; i < prepared.size(); ++i) {
         const KVCache& s = prepared[i].session->snapshot();
@@ -208,6 +212,7 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
     const size_t perBatch = size_t(std::max(1, options.batchRows / 2));
     for (const auto& [key, members] : groups)
         for (size_t first = 0; first < members.size(); first += perBatch) {
+            if (stopRequested && stopRequested()) break;
             const size_t end = std::min(members.size(), first + perBatch);
             std::vector<const KVCache*> snapshots;
             int longest = 0;
@@ -234,9 +239,12 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
                 out.unsteered = r.rows[2 * (k - first)];
                 out.steered = r.rows[2 * (k - first) + 1];
                 out.decodeMs = r.decodeMs;
+                decoded[members[k]] = true;
             }
         }
+    std::vector<EvalItemResult> done;
     for (size_t i = 0; i < prepared.size(); ++i) {
+        if (!decoded[i]) continue;
         EvalItemResult& out = results[i];
         const PreparedItem& p = prepared[i];
         out.item = p.item;
@@ -246,8 +254,9 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
         out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item);
         out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item);
         out.outcome = classifyCell(out.steered, out.unsteered);
+        done.push_back(std::move(out));
     }
-    return results;
+    return done;
 }
 
 } // namespace
@@ -310,7 +319,7 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
             runner.finish(prepared);
             reportFailures();
         }
-        for (const EvalItemResult& r : decodeItems(prepared, options, totals)) {
+        for (const EvalItemResult& r : decodeItems(prepared, options, totals, callbacks.stopRequested)) {
             ++totals.items;
             if (callbacks.onItem) callbacks.onItem(r);
         }
