@@ -55,7 +55,8 @@ public:
     at::Tensor positions(int64_t start, int64_t n) const;
 
     // Batch rows: stack single-row caches into one batch (side-by-side decoding), with room for
-    // `capacity` tokens (0: the smallest of the rows' capacities). Only the held tokens are copied.
+    // `capacity` tokens (0: the smallest of the rows' capacities). The rows are copied with as much
+    // of their own room as that needs; bigger buffers only when some row has less.
     static KVCache stackRows(const std::vector<const KVCache*>& rows, int64_t capacity = 0);
     // Batch row b as a single-row cache that shares the batch's memory: edits and appends through
     // it (within the capacity) are the batch's. Its own bookkeeping (fill, tokens) is separate.

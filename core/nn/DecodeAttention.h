@@ -1,6 +1,7 @@
 #pragma once
 // Attention of one new token per batch row against its cached keys and values (a decode step), on
-// CPU in float32, as plain loops.
+// CPU in float32, as plain loops over the kernels' SIMD steps (the scores through the skinny
+// matmul, then kernels::softmax and kernels::weightedSum per query head).
 //
 // Why: a decode step's attention is a few small matrix-vector products per layer. As ATen ops
 // (two batched matmuls, scale, softmax, reshapes) its dispatch cost a tinyllama step about 3 ms,
