@@ -41,7 +41,7 @@ Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const 
 // An image through the model's processor once, for any number of prompts: several questions
 // about one image (eval) resize it once and share its pixels instead of copying 1-2 MB each.
 struct PromptImage {
-    std::shared_ptr<const PreprocessedImage> processed;   // its float pixels moved into `pixels`
+    std::shared_ptr<const PreprocessedImage> processed;   // its float pixels emptied: they are `pixels`
     at::Tensor pixels;                                     // [1, 3, H, W] float32
 };
 PromptImage prepareImage(const Model& model, const ImageU8& image);

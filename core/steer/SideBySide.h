@@ -34,7 +34,7 @@ std::array<DecodeRow, 2> pairRows(const Session& session, const SteeredCache& st
 // The pairs' batch before their edits: each snapshot twice, in order, in one buffer, with room for
 // `newTokens` more (and a prefix-LM propagate's extra token). Each plan is then applied straight
 // into its odd row (applyPlanTo on rowView(2i + 1)) while the even row stays pristine: a pair
-// holds one cache more than a single stream (a steered clone, then both stacked, held two more).
+// holds one cache more than a single stream (a steered clone stacked with the snapshot held two).
 // The snapshots must hold the same number of tokens (one pair for a steer run; eval's questions
 // of one length).
 KVCache pairBatch(const std::vector<const KVCache*>& snapshots, int newTokens);
