@@ -265,6 +265,38 @@ private slots:
         }
     }
 
+    void readWeightsGivesTheSameChecksumOnEveryIsa() {
+        // The bench's read roofline: every byte of every row read, whatever the ISA, the row
+        // length (tails of the 64-byte step and of a word), the stride or the thread split.
+        at::manual_seed(6);
+        struct Case {
+            WeightType type;
+            int64_t rows, cols, stride;
+        };
+        const std::vector<Case> cases = {{WeightType::F16, 3, 37, 37},      {WeightType::BF16, 5, 32, 40},
+                                         {WeightType::F32, 7, 17, 17},      {WeightType::F32, 2, 1, 3},
+                                         {WeightType::F16, 700, 1001, 1001}, {WeightType::F32, 300, 1030, 1100}};
+        std::vector<at::Tensor> storage;
+        std::vector<WeightView> parts;
+        uint64_t expected = 0;
+        for (const Case& c : cases) {
+            const int64_t elementBytes = c.type == WeightType::F32 ? 4 : 2;
+            storage.push_back(at::randint(0, 256, {c.rows * c.stride * elementBytes}, at::kByte));
+            const uint8_t* bytes = storage.back().data_ptr<uint8_t>();
+            for (int64_t r = 0; r < c.rows; ++r)   // the xor of the row's words, the last one zero-padded
+                for (int64_t b = 0; b < c.cols * elementBytes; ++b)
+                    expected ^= uint64_t(bytes[r * c.stride * elementBytes + b]) << (8 * (b % 8));
+            parts.push_back({bytes, c.type, c.rows, c.cols, c.stride});
+        }
+        QVERIFY(expected != 0);
+        IsaRestorer restore;
+        for (Isa isa : supportedIsas()) {
+            forceIsa(isa);
+            QVERIFY2(readWeights(parts.data(), int(parts.size())) == expected, isaName(isa));
+            QVERIFY2(readWeights(parts.data(), 1) != readWeights(parts.data() + 1, 1), isaName(isa));
+        }
+    }
+
     void skinnyMatchesReference() {
         at::manual_seed(2);
         for (WeightType type : kTypes)

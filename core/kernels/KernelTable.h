@@ -30,6 +30,9 @@ using ArgmaxFn = int64_t (*)(const float* v, int64_t n);
 using SoftmaxFn = void (*)(float* p, int64_t n);
 // out[i] = sum over s < n of p[s] * v[s * vStride + i], for i < hd.
 using WeightedSumFn = void (*)(const float* p, const float* v, int64_t vStride, int64_t n, int64_t hd, float* out);
+// The xor of every 8-byte word of `rows` rows of rowBytes bytes, row r at data + r * strideBytes
+// (a row's last word zero-padded): reads the bytes and nothing else.
+using XorRowsFn = uint64_t (*)(const char* data, int64_t rowBytes, int64_t strideBytes, int64_t rows);
 
 struct KernelTable {
     SkinnyFn skinny = nullptr;
@@ -37,6 +40,7 @@ struct KernelTable {
     ArgmaxFn argmax = nullptr;
     SoftmaxFn softmax = nullptr;
     WeightedSumFn weightedSum = nullptr;
+    XorRowsFn xorRows = nullptr;
 };
 
 // One table per ISA. The x86 getters return nullptr when the project is built for another
@@ -123,6 +127,39 @@ static inline int64_t argmaxByKeys(const float* values, int64_t n) {
     for (; i < n; ++i)
         if (orderKey(v[i]) == best) return i;
     return 0;   // n == 0
+}
+
+// ---- the read roofline's loop, compiled by every ISA file with its own flags (static inline: see
+// the note at the top) ----
+//
+// Reads as the skinny kernels read W, 64 bytes a step with the line 2 KB ahead prefetched (the
+// address formed as an integer: it may lie past the end of the rows), into four 16-byte
+// accumulators: GCC turns them into xmm registers on every ISA. (One 64-byte vector type would be
+// a zmm with AVX-512, but GCC spills it to the stack with AVX2: half the speed.)
+typedef uint64_t Words2 __attribute__((vector_size(16)));
+static inline uint64_t xorRowsLoop(const char* data, int64_t rowBytes, int64_t strideBytes, int64_t rows) {
+    Words2 a = {0, 0}, b = a, c = a, d = a;
+    uint64_t rest = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+        const char* row = data + r * strideBytes;
+        int64_t i = 0;
+        for (; i + 64 <= rowBytes; i += 64) {
+            __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(row + i) + 2048));
+            Words2 v[4];
+            std::memcpy(v, row + i, sizeof v);
+            a ^= v[0];
+            b ^= v[1];
+            c ^= v[2];
+            d ^= v[3];
+        }
+        for (; i < rowBytes; i += 8) {
+            uint64_t word = 0;
+            std::memcpy(&word, row + i, static_cast<size_t>(rowBytes - i < 8 ? rowBytes - i : 8));
+            rest ^= word;
+        }
+    }
+    a ^= b ^ c ^ d;
+    return rest ^ a[0] ^ a[1];
 }
 
 // ---- exp for the softmax's SIMD paths (constants only: the code is per ISA) ----

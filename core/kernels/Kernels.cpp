@@ -209,40 +209,69 @@ int64_t skinnyBlockRows(const WeightView& w) {
 
 } // namespace
 
-void skinnyMatmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y,
-                         int64_t yStride) {
-    // Output columns: part p fills [columnOf[p], columnOf[p] + parts[p].rows).
-    std::vector<int64_t> firstBlock{0}, columnOf{0}, blockRows;
+namespace {
+
+// Runs fn(p, n0, n1) over every block of rows [n0, n1) of every part p, spread over the pool: each
+// thread takes the next block not yet taken until none is left (the rows are independent, so
+// which thread handles a row never changes its bits). Empty parts have no blocks.
+template <class Fn>
+void forEachSkinnyBlock(const WeightView* parts, int count, const Fn& fn) {
+    std::vector<int64_t> firstBlock{0}, blockRows;   // block b of part p: b - firstBlock[p]
     int64_t weights = 0;
     for (int p = 0; p < count; ++p) {
-        const bool empty = handleEmpty(m, parts[p], y + columnOf[p], yStride);
         blockRows.push_back(skinnyBlockRows(parts[p]));
+        const bool empty = parts[p].rows <= 0 || parts[p].cols <= 0;
         firstBlock.push_back(firstBlock[p] + (empty ? 0 : divUp(parts[p].rows, blockRows[p])));
-        columnOf.push_back(columnOf[p] + parts[p].rows);
         weights += parts[p].rows * parts[p].cols;
     }
     const int64_t blocks = firstBlock[count];
-    if (blocks == 0) return;
-    const KernelTable& table = activeTable();
     auto runBlock = [&](int64_t b) {
         int p = 0;
         while (b >= firstBlock[p + 1]) ++p;
-        const WeightView& w = parts[p];
-        const int64_t n0 = (b - firstBlock[p]) * blockRows[p], n1 = std::min(w.rows, n0 + blockRows[p]);
-        skinnyBlock(table, x, m, xStride, w, n0, n1, y + columnOf[p], yStride);
+        const int64_t n0 = (b - firstBlock[p]) * blockRows[p];
+        fn(p, n0, std::min(parts[p].rows, n0 + blockRows[p]));
     };
     const int64_t threads = std::max(1, at::get_num_threads());
-    if (weights < kMinParallelWeights || threads == 1 || blocks == 1) {
+    if (weights < kMinParallelWeights || threads == 1 || blocks <= 1) {
         for (int64_t b = 0; b < blocks; ++b) runBlock(b);
         return;
     }
-    // Each thread takes the next block not yet taken until none is left (the rows are independent,
-    // so which thread computes a row never changes its bits).
     std::atomic<int64_t> next{0};
     at::parallel_for(0, threads, 1, [&](int64_t, int64_t) {
         for (int64_t b = next.fetch_add(1, std::memory_order_relaxed); b < blocks; b = next.fetch_add(1, std::memory_order_relaxed))
             runBlock(b);
     });
+}
+
+} // namespace
+
+void skinnyMatmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y,
+                         int64_t yStride) {
+    // Output columns: part p fills [columnOf[p], columnOf[p] + parts[p].rows).
+    std::vector<int64_t> columnOf{0};
+    bool anything = false;
+    for (int p = 0; p < count; ++p) {
+        anything = !handleEmpty(m, parts[p], y + columnOf[p], yStride) || anything;
+        columnOf.push_back(columnOf[p] + parts[p].rows);
+    }
+    if (!anything) return;
+    const KernelTable& table = activeTable();
+    forEachSkinnyBlock(parts, count, [&](int p, int64_t n0, int64_t n1) {
+        skinnyBlock(table, x, m, xStride, parts[p], n0, n1, y + columnOf[p], yStride);
+    });
+}
+
+uint64_t readWeights(const WeightView* parts, int count) {
+    const KernelTable& table = activeTable();
+    std::atomic<uint64_t> checksum{0};
+    forEachSkinnyBlock(parts, count, [&](int p, int64_t n0, int64_t n1) {
+        const WeightView& w = parts[p];
+        const int64_t elementBytes = w.type == WeightType::F32 ? 4 : 2;
+        const char* first = static_cast<const char*>(w.data) + n0 * w.rowStride * elementBytes;
+        checksum.fetch_xor(table.xorRows(first, w.cols * elementBytes, w.rowStride * elementBytes, n1 - n0),
+                           std::memory_order_relaxed);
+    });
+    return checksum.load();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -71,6 +71,12 @@ void matmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView*
 void skinnyMatmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y,
                          int64_t yStride);
 
+// Reads every byte of the weights once, split over the pool as the skinny kernel splits them, and
+// does nothing else: the time it takes is the memory roofline of a decode step (bench). Returns a
+// checksum, the same on every ISA, so that the reads cannot be left out: the xor of every 8-byte
+// word of every row (a row's last word zero-padded).
+uint64_t readWeights(const WeightView* parts, int count);
+
 // Element conversions (exact), the scalar references the SIMD paths are tested against.
 float halfToFloat(uint16_t h);
 float bfloat16ToFloat(uint16_t b);

@@ -269,7 +269,7 @@ void weightedSumAvx2(const float* p, const float* v, int64_t vStride, int64_t n,
 } // namespace
 
 const KernelTable* avx2Table() {
-    static const KernelTable table{skinnyAvx2, widenRowAvx2, argmaxAvx2, softmaxAvx2, weightedSumAvx2};
+    static const KernelTable table{skinnyAvx2, widenRowAvx2, argmaxAvx2, softmaxAvx2, weightedSumAvx2, xorRowsLoop};
     return &table;
 }
 

@@ -265,7 +265,7 @@ void weightedSumAvx512(const float* p, const float* v, int64_t vStride, int64_t 
 } // namespace
 
 const KernelTable* avx512Table() {
-    static const KernelTable table{skinnyAvx512, widenRowAvx512, argmaxAvx512, softmaxAvx512, weightedSumAvx512};
+    static const KernelTable table{skinnyAvx512, widenRowAvx512, argmaxAvx512, softmaxAvx512, weightedSumAvx512, xorRowsLoop};
     return &table;
 }
 

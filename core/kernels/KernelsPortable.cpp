@@ -124,7 +124,7 @@ void weightedSumPortable(const float* p, const float* v, int64_t vStride, int64_
 } // namespace
 
 const KernelTable* portableTable() {
-    static const KernelTable table{skinnyPortable, widenRowPortable, argmaxPortable, softmaxPortable, weightedSumPortable};
+    static const KernelTable table{skinnyPortable, widenRowPortable, argmaxPortable, softmaxPortable, weightedSumPortable, xorRowsLoop};
     return &table;
 }
 

@@ -111,6 +111,16 @@ at::Tensor applyLinear(const at::Tensor& x, const at::Tensor& weight, const at::
     return applyLinear(x, LinearWeight{{weight}}, bias);
 }
 
+uint64_t readWeights(const std::vector<const LinearWeight*>& weights) {
+    std::vector<kernels::WeightView> parts;
+    for (const LinearWeight* w : weights)
+        for (const at::Tensor& p : w->parts) {
+            if (!p.device().is_cpu() || !p.is_contiguous()) throw Error("readWeights: weights must be contiguous CPU tensors");
+            parts.push_back(viewOf(p));
+        }
+    return kernels::readWeights(parts.data(), int(parts.size()));
+}
+
 c10::ScalarType parseDtype(const std::string& name) {
     if (name == "auto") return c10::ScalarType::Undefined;
     if (name == "f32" || name == "float32") return c10::ScalarType::Float;

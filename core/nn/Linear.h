@@ -48,6 +48,10 @@ LinearWeight loadFusedLinear(const Checkpoint& ckpt, const std::vector<std::stri
 at::Tensor applyLinear(const at::Tensor& x, const LinearWeight& weight, const at::Tensor& bias = {});
 at::Tensor applyLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
+// Reads every byte of the weights once and computes nothing (kernels::readWeights): the bench's
+// memory roofline. CPU weights only.
+uint64_t readWeights(const std::vector<const LinearWeight*>& weights);
+
 // Parses "auto" (the checkpoint's own dtypes) | "f32" | "f16" | "bf16"; auto gives Undefined.
 c10::ScalarType parseDtype(const std::string& name);
 // "as stored" for Undefined, else "float32" etc.

@@ -259,14 +259,17 @@ at::Tensor TransformerDecoder::rotate(const at::Tensor& x, const at::Tensor& pos
     return rotateHalf(x, cos, inverse ? -sin : sin);   // rotating by -theta undoes rotating by theta
 }
 
+std::vector<const LinearWeight*> TransformerDecoder::decodeStepWeights() const {
+    std::vector<const LinearWeight*> weights{&lmHead_};
+    for (const Layer& L : layers_)
+        for (const LinearWeight* w : {&L.qkvWeight, &L.oWeight, &L.gateUpWeight, &L.downWeight}) weights.push_back(w);
+    return weights;
+}
+
 int64_t TransformerDecoder::weightBytesPerToken() const {
-    auto bytes = [](const LinearWeight& w) {
-        int64_t n = 0;
-        for (const at::Tensor& p : w.parts) n += p.numel() * static_cast<int64_t>(p.element_size());
-        return n;
-    };
-    int64_t total = bytes(lmHead_);
-    for (const Layer& L : layers_) total += bytes(L.qkvWeight) + bytes(L.oWeight) + bytes(L.gateUpWeight) + bytes(L.downWeight);
+    int64_t total = 0;
+    for (const LinearWeight* w : decodeStepWeights())
+        for (const at::Tensor& p : w->parts) total += p.numel() * static_cast<int64_t>(p.element_size());
     return total;
 }
 

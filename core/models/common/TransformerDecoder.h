@@ -60,8 +60,9 @@ public:
     // RoPE's inverse frequencies [head_dim / 2] float32, rope_scaling applied (transformers' inv_freq).
     const at::Tensor& ropeInvFreq() const { return invFreq_; }
 
-    // Weight bytes one decode step reads (every layer's matrices and the LM head): bandwidth
-    // divided by this is the memory roofline of decoding.
+    // The matrices one decode step reads (every layer's and the LM head), and their bytes: the
+    // bandwidth at which they can be read, divided by the bytes, is the memory roofline of decoding.
+    std::vector<const LinearWeight*> decodeStepWeights() const;
     int64_t weightBytesPerToken() const;
 
     // Rotates x [..., N, head_dim] by the RoPE angles of `positions` (int64 [N], or [3, N] under
