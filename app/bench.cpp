@@ -1,6 +1,6 @@
 // bench — speed and memory of the prefill -> decode loop, one row per model, as a table or JSON.
 //   bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]
-//         [--new-tokens N] [--repeat R] [--eval-images N] [--json] [--bandwidth GB/s]
+//         [--new-tokens N] [--repeat R] [--eval-images N] [--json] [--max-pixels N]
 // Without --model it measures the reference checkpoint (../shared/reference/tiny-llava) and the
 // bundled demo model, whichever exist. Timings are the best of --repeat runs. Each model is
 // measured in a process of its own when several are given, so peak RSS is that model's alone.
@@ -43,8 +43,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]\n"
     "             [--new-tokens N] [--repeat R] [--eval-images N (default 3; 0 skips eval)] [--json]\n"
-    "             [--bandwidth GB/s] [--max-pixels N (Qwen: the image budget the memory check assumes; the bench's\n"
-    "             image is 640x480)]\n";
+    "             [--max-pixels N (Qwen: the image budget the memory check assumes; the bench's image is 640x480)]\n";
 
 // A deterministic synthetic photo-like image (smooth gradients), so the bench needs no files.
 ImageU8 syntheticImage(int width, int height) {
@@ -62,15 +61,19 @@ ImageU8 syntheticImage(int width, int height) {
     return img;
 }
 
-// Read bandwidth of the machine on the kernels' threads: a sum over 1 GiB, best of five.
-double readBandwidthGBs() {
-    const at::Tensor buffer = at::ones({int64_t(1) << 28});   // 2^28 floats = 1 GiB
+// The bandwidth at which the kernels' threads read the weights of one decode step, in GB/s: the
+// same pages a decode step streams (usually the mmap'd checkpoint), split over the threads as the
+// skinny kernel splits them, with no arithmetic; best of three. Measured right before each decode
+// it times, because this machine's bandwidth may drift from one minute to the next. CPU only.
+double decodeWeightsReadGBs(const Model& model) {
+    const std::vector<const LinearWeight*> weights = model.decoder().decodeStepWeights();
+    static volatile uint64_t checksum = 0;   // the reads' result goes somewhere, so they stay
     double best = 0;
-    for (int r = 0; r < 5; ++r) {
+    for (int r = 0; r < 3; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
-        const double sum = buffer.sum().item<double>();
+        checksum = checksum ^ readWeights(weights);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (sum > 0) best = std::max(best, buffer.numel() * 4.0 / s / 1e9);
+        best = std::max(best, model.decoder().weightBytesPerToken() / s / 1e9);
     }
     return best;
 }
@@ -78,6 +81,7 @@ double readBandwidthGBs() {
 struct Row {
     std::string model, weights;
     double loadS = 0, encodeMs = 0, prefillTokS = 0, decodeTokS = 0, rooflineTokS = 0, pairStepsS = 0, peakRssGB = 0, pairRssGB = 0;
+    double readGBs = 0;   // the decode weights' read bandwidth: roofline = readGBs / weight bytes per token
     // The 4 x 3 atlas (batched) against the same 12 settings run one at a time.
     double atlasMs = 0, separateSteerMs = 0, separateDecodeMs = 0;
     double atlasCost() const { return separateSteerMs > 0 ? atlasMs / separateSteerMs : 0; }
@@ -206,13 +210,16 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
     gen.maxNewTokens = newTokens;
     gen.stopAtEos = false;   // always decode the full budget so runs are comparable
     Session session(model);
+    const bool onCpu = options.device == "cpu";
     double bestPrefill = 1e300, bestEncode = 1e300, bestDecode = 0;
     for (int r = 0; r < repeat; ++r) {
         session.prefill(prompt, newTokens);
         bestEncode = std::min(bestEncode, session.imageEncodeMs());
         bestPrefill = std::min(bestPrefill, session.imageEncodeMs() + session.prefillMs());
+        if (onCpu) row.readGBs = std::max(row.readGBs, decodeWeightsReadGBs(*model));
         bestDecode = std::max(bestDecode, session.generate(gen).tokensPerSecond());
     }
+    if (row.readGBs > 0) row.rooflineTokS = row.readGBs * 1e9 / double(row.weightBytesPerToken);
     // Peak RSS after the prompt and the new tokens of one stream (what `generate` holds: the kept
     // snapshot and the copy it decodes in), then after the side-by-side pair (its batch of two).
     row.peakRssGB = peakResidentBytes() / 1e9;
@@ -253,6 +260,7 @@ nlohmann::json toJson(const Row& r) {
             {"prefill_tok_s", r.prefillTokS},
             {"decode_tok_s", r.decodeTokS},
             {"roofline_tok_s", r.rooflineTokS},
+            {"read_bandwidth_gb_s", r.readGBs},
             {"weight_bytes_per_token", r.weightBytesPerToken},
             {"pair_step_s", r.pairStepsS},
             {"pair_cost", r.pairCost()},
@@ -282,6 +290,7 @@ Row fromJson(const nlohmann::json& j) {
     r.prefillTokS = j.at("prefill_tok_s");
     r.decodeTokS = j.at("decode_tok_s");
     r.rooflineTokS = j.at("roofline_tok_s");
+    r.readGBs = j.value("read_bandwidth_gb_s", 0.0);
     r.weightBytesPerToken = j.at("weight_bytes_per_token");
     r.pairStepsS = j.at("pair_step_s");
     r.peakRssGB = j.at("peak_rss_gb");
@@ -330,18 +339,19 @@ bool measureInChild(const std::vector<std::string>& args, Row& row) {
 }
 
 void printTable(const std::vector<Row>& rows) {
-    std::printf("| %-24s | %-8s | %6s | %8s | %9s | %7s | %8s | %8s | %8s | %8s | %8s | %6s |\n", "model", "weights", "load s",
-                "peak RSS", "encode ms", "prefill", "decode", "roofline", "pair", "pair/one", "pair RSS", "prompt");
-    std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(10, '-').c_str(),
+    std::printf("| %-24s | %-8s | %6s | %8s | %9s | %7s | %8s | %9s | %8s | %8s | %8s | %8s | %6s |\n", "model", "weights", "load s",
+                "peak RSS", "encode ms", "prefill", "decode", "read", "roofline", "pair", "pair/one", "pair RSS", "prompt");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(10, '-').c_str(),
                 std::string(8, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(), std::string(9, '-').c_str(),
-                std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(),
-                std::string(10, '-').c_str(), std::string(8, '-').c_str());
+                std::string(10, '-').c_str(), std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(),
+                std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(8, '-').c_str());
     for (const Row& r : rows)
-        std::printf("| %-24s | %-8s | %6.2f | %5.2f GB | %9.0f | %7.1f | %8.2f | %8.2f | %8.2f | %7.2fx | %5.2f GB | %6lld |\n",
-                    r.model.c_str(), r.weights.c_str(), r.loadS, r.peakRssGB, r.encodeMs, r.prefillTokS, r.decodeTokS, r.rooflineTokS,
-                    r.pairStepsS, r.pairCost(), r.pairRssGB, static_cast<long long>(r.promptTokens));
+        std::printf("| %-24s | %-8s | %6.2f | %5.2f GB | %9.0f | %7.1f | %8.2f | %4.1f GB/s | %8.2f | %8.2f | %7.2fx | %5.2f GB | %6lld |\n",
+                    r.model.c_str(), r.weights.c_str(), r.loadS, r.peakRssGB, r.encodeMs, r.prefillTokS, r.decodeTokS, r.readGBs,
+                    r.rooflineTokS, r.pairStepsS, r.pairCost(), r.pairRssGB, static_cast<long long>(r.promptTokens));
     std::printf("\nprefill = tok/s over (prompt tokens - 1), image encode included; decode = tok/s of one stream;\n"
-                "roofline = measured read bandwidth / weight bytes one decode step reads; pair = steps/s of the side-by-side\n"
+                "read = the bandwidth at which a decode step's weights are read with no arithmetic, measured right before\n"
+                "each decode (CPU); roofline = read / the weight bytes one decode step reads; pair = steps/s of the side-by-side\n"
                 "batch (one unsteered + one steered token per step); pair/one = a pair step's cost in single-stream steps;\n"
                 "peak RSS = after the prompt and the new tokens of one stream; pair RSS = after the side-by-side runs too.\n");
     std::printf("\n| %-24s | %10s | %14s | %15s | %12s |\n", "model", "atlas 4x3", "12 steer runs", "12 decodes", "atlas/steer");
@@ -371,6 +381,14 @@ void printTable(const std::vector<Row>& rows) {
                 "prefilled whole (--no-prefix-reuse).\n");
 }
 
+// Decode's share of the roofline the issues ask for: 0.90 for an 8B (Llama-3), 0.85 for a 7B,
+// 0.80 below, where the per-step work besides the weights (norms, attention, sampling) weighs more.
+double rooflineTarget(const Row& r) {
+    if (r.parameters >= 7'500'000'000) return 0.90;
+    if (r.parameters >= 6'500'000'000) return 0.85;
+    return 0.80;
+}
+
 // The issue's targets for this 2-core machine, checked against whatever rows match them.
 void printTargets(const std::vector<Row>& rows) {
     std::printf("\ntargets:\n");
@@ -385,7 +403,7 @@ void printTargets(const std::vector<Row>& rows) {
     for (const Row& r : rows) {
         // Tiny models are bound by per-step overheads, not by weight bytes: no roofline for them.
         if (r.parameters < 100'000'000) continue;
-        if (r.rooflineTokS > 0) line(r, "decode / roofline", r.decodeTokS / r.rooflineTokS, ">=", 0.80);
+        if (r.rooflineTokS > 0) line(r, "decode / roofline", r.decodeTokS / r.rooflineTokS, ">=", rooflineTarget(r));
         if (r.pairStepsS > 0) line(r, "pair step / one step", r.pairCost(), "<=", 1.15);
         if (r.pairRssGB > 0) line(r, "pair RSS - one stream's, GB", r.pairRssGB - r.peakRssGB, "<=", 1.5);
         const bool sevenB = r.parameters > 6'500'000'000 && r.parameters < 7'500'000'000;
@@ -404,7 +422,7 @@ void printTargets(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
     try {
-        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "bandwidth", "max-pixels"}, {"json"});
+        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "max-pixels"}, {"json"});
         // --model may be repeated: collect them before handing the rest to the parser.
         std::vector<std::string> models;
         std::vector<char*> rest = {argv[0]};
@@ -427,21 +445,15 @@ int main(int argc, char** argv) {
         const bool json = cl.has("json");
 
         setThreads(options.threads);
-        // The read bandwidth is measured after a model in the same process (its 1 GiB buffer
-        // would otherwise be that model's peak RSS), or once by the parent and handed to the
-        // per-model children (--bandwidth).
-        double bandwidth = cl.has("bandwidth") ? cl.getDouble("bandwidth", 0) : models.size() > 1 ? readBandwidthGBs() : 0;
         std::vector<Row> rows;
         int failures = 0;
         for (const auto& dir : models) {
             Row r;
             if (models.size() == 1) {
                 r = measure(dir, options, newTokens, repeat, evalImages);
-                if (bandwidth <= 0) bandwidth = readBandwidthGBs();
-                r.rooflineTokS = bandwidth * 1e9 / double(r.weightBytesPerToken);
             } else if (!measureInChild({argv[0], "--model", dir, "--json", "--dtype", options.dtype, "--device", options.device, "--threads",
                                         std::to_string(options.threads), "--new-tokens", std::to_string(newTokens), "--repeat",
-                                        std::to_string(repeat), "--eval-images", std::to_string(evalImages), "--bandwidth", std::to_string(bandwidth),
+                                        std::to_string(repeat), "--eval-images", std::to_string(evalImages),
                                         "--max-pixels", std::to_string(options.maxPixels)},
                                        r)) {
                 ++failures;
@@ -456,14 +468,13 @@ int main(int argc, char** argv) {
                 j["device"] = options.device;
                 j["threads"] = currentThreads();
                 j["kernels"] = kernels::isaName(kernels::activeIsa());
-                j["read_bandwidth_gb_s"] = bandwidth;
                 j["new_tokens"] = newTokens;
                 out.push_back(j);
             }
             std::cout << out.dump(2) << "\n";
         } else {
-            std::printf("kvsteer bench  (device %s, dtype %s, %d threads, kernels %s, read bandwidth %.1f GB/s, %d new tokens, best of %d)\n\n",
-                        options.device.c_str(), options.dtype.c_str(), currentThreads(), kernels::isaName(kernels::activeIsa()), bandwidth,
+            std::printf("kvsteer bench  (device %s, dtype %s, %d threads, kernels %s, %d new tokens, best of %d)\n\n",
+                        options.device.c_str(), options.dtype.c_str(), currentThreads(), kernels::isaName(kernels::activeIsa()),
                         newTokens, repeat);
             printTable(rows);
             printTargets(rows);
