@@ -132,34 +132,37 @@ static inline int64_t argmaxByKeys(const float* values, int64_t n) {
 // ---- the read roofline's loop, compiled by every ISA file with its own flags (static inline: see
 // the note at the top) ----
 //
-// Reads as the skinny kernels read W, 64 bytes a step with the line 2 KB ahead prefetched (the
-// address formed as an integer: it may lie past the end of the rows), into four 16-byte
-// accumulators: GCC turns them into xmm registers on every ISA. (One 64-byte vector type would be
-// a zmm with AVX-512, but GCC spills it to the stack with AVX2: half the speed.)
+// Reads as the skinny kernels read W: kReadRows rows side by side, 64 bytes of each a step, with the
+// line kReadPrefetchBytes ahead in each row prefetched (the address formed as an integer: it may lie
+// past the end of the rows). The loads are 16-byte vectors, which GCC keeps in xmm registers on
+// every ISA; a 64-byte vector type spilled to the stack with AVX2, and a memcpy into an array of
+// them left dead stores in the loop, either way a slower read than the matmul it is the roofline of.
 typedef uint64_t Words2 __attribute__((vector_size(16)));
+typedef uint64_t UnalignedWords2 __attribute__((vector_size(16), aligned(1), may_alias));   // a load from any address
+constexpr int64_t kReadRows = 4;
+constexpr uintptr_t kReadPrefetchBytes = 512;
 static inline uint64_t xorRowsLoop(const char* data, int64_t rowBytes, int64_t strideBytes, int64_t rows) {
-    Words2 a = {0, 0}, b = a, c = a, d = a;
+    Words2 acc = {0, 0};
     uint64_t rest = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-        const char* row = data + r * strideBytes;
+    for (int64_t r0 = 0; r0 < rows; r0 += kReadRows) {
+        const int64_t n = rows - r0 < kReadRows ? rows - r0 : kReadRows;
+        const char* first = data + r0 * strideBytes;
         int64_t i = 0;
-        for (; i + 64 <= rowBytes; i += 64) {
-            __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(row + i) + 2048));
-            Words2 v[4];
-            std::memcpy(v, row + i, sizeof v);
-            a ^= v[0];
-            b ^= v[1];
-            c ^= v[2];
-            d ^= v[3];
-        }
-        for (; i < rowBytes; i += 8) {
-            uint64_t word = 0;
-            std::memcpy(&word, row + i, static_cast<size_t>(rowBytes - i < 8 ? rowBytes - i : 8));
-            rest ^= word;
-        }
+        for (; i + 64 <= rowBytes; i += 64)
+            for (int64_t r = 0; r < n; ++r) {
+                const char* line = first + r * strideBytes + i;
+                __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(line) + kReadPrefetchBytes));
+                const UnalignedWords2* v = reinterpret_cast<const UnalignedWords2*>(line);
+                acc ^= v[0] ^ v[1] ^ v[2] ^ v[3];
+            }
+        for (int64_t r = 0; r < n; ++r)
+            for (int64_t j = i; j < rowBytes; j += 8) {
+                uint64_t word = 0;
+                std::memcpy(&word, first + r * strideBytes + j, static_cast<size_t>(rowBytes - j < 8 ? rowBytes - j : 8));
+                rest ^= word;
+            }
     }
-    a ^= b ^ c ^ d;
-    return rest ^ a[0] ^ a[1];
+    return rest ^ acc[0] ^ acc[1];
 }
 
 // ---- exp for the softmax's SIMD paths (constants only: the code is per ISA) ----

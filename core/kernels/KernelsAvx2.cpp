@@ -57,14 +57,14 @@ constexpr int tileRows(int m) {
 }
 
 // A tile reads R rows of W side by side, R streams at once, which the hardware prefetcher follows
-// less far ahead than one; asking for the bytes 2 KiB ahead in each row keeps the loads fed
-// (measured with AVX-512 on the f16 4096 x 11008 matrix: 1.1x for m = 1, 1.3x for m = 8).
+// less far ahead than one; asking for the line 512 bytes ahead in each row keeps the loads fed
+// (the distance is measured in KernelsAvx512.cpp: the same for both ISAs).
 // Prefetches never fault, so asking past the end of a row or of W is harmless; the address is
 // formed as an integer because pointer arithmetic past the end of W would not be. The tile asks
 // once per 64-byte line of a row: an f16 row moves 16 bytes a step, and a prefetch every step
 // spent load slots asking for the same line four times (tinyllama's decode matmuls, m = 1: 84.5 ->
 // 79 ms, as fast as the AVX-512 path; m = 2..8 unchanged).
-constexpr uintptr_t kPrefetchBytes = 2048;
+constexpr uintptr_t kPrefetchBytes = 512;
 template <class T>
 void prefetchAhead(const T* p) {
     _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes), _MM_HINT_T0);
