@@ -78,8 +78,8 @@ constexpr int tileRows(int m) {
 // matrix); 512 streams faster still on both ISAs, 2 threads over mmap'd f16 weights, GB/s at
 // 2048 -> 512: m = 1 24.0 -> 25.4, m = 2 22.2 -> 24.4, m = 8 11.2 -> 13.3 (AVX2: 23.7 -> 25.6,
 // 21.9 -> 24.5, 10.5 -> 10.4), tinyllama's 2048 columns and the 7B's 4096 alike; 256 and 1024 in
-// between or below. Prefetches never fault, so asking past the end of a row or of W is harmless; the address is
-// formed as an integer because pointer arithmetic past the end of W would not be.
+// between or below. Prefetches never fault, so asking past the end of a row or of W is harmless;
+// the address is formed as an integer because pointer arithmetic past the end of W would not be.
 constexpr uintptr_t kPrefetchBytes = 512;
 template <class T>
 void prefetchAhead(const T* p) {
