@@ -67,13 +67,14 @@ ImageU8 syntheticImage(int width, int height) {
 // it times, because this machine's bandwidth may drift from one minute to the next. CPU only.
 double decodeWeightsReadGBs(const Model& model) {
     const std::vector<const LinearWeight*> weights = model.decoder().decodeStepWeights();
+    const double bytes = double(model.decoder().weightBytesPerToken());
     static volatile uint64_t checksum = 0;   // the reads' result goes somewhere, so they stay
     double best = 0;
     for (int r = 0; r < 3; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
         checksum = checksum ^ readWeights(weights);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = std::max(best, model.decoder().weightBytesPerToken() / s / 1e9);
+        best = std::max(best, bytes / s / 1e9);
     }
     return best;
 }

@@ -56,18 +56,13 @@ constexpr int tileRows(int m) {
     return byRegisters < 4 ? byRegisters : 4;
 }
 
-// A tile reads R rows of W side by side, R streams at once, which the hardware prefetcher follows
-// less far ahead than one; asking for the line 512 bytes ahead in each row keeps the loads fed
-// (the distance is measured in KernelsAvx512.cpp: the same for both ISAs).
-// Prefetches never fault, so asking past the end of a row or of W is harmless; the address is
-// formed as an integer because pointer arithmetic past the end of W would not be. The tile asks
-// once per 64-byte line of a row: an f16 row moves 16 bytes a step, and a prefetch every step
+// Each row of a tile asks for its line kWeightPrefetchBytes ahead (KernelTable.h says why), once
+// per 64-byte line of a row: an f16 row moves 16 bytes a step, and a prefetch every step
 // spent load slots asking for the same line four times (tinyllama's decode matmuls, m = 1: 84.5 ->
 // 79 ms, as fast as the AVX-512 path; m = 2..8 unchanged).
-constexpr uintptr_t kPrefetchBytes = 512;
 template <class T>
 void prefetchAhead(const T* p) {
-    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kWeightPrefetchBytes), _MM_HINT_T0);
 }
 
 // One tile: y[r, i] = dot(x row r, W row i) for r < M, i < R.

@@ -64,7 +64,7 @@ __mmask16 firstLanes(int64_t count) {
 // vector loaded is used R times (for m >= 2 the x rows outgrow L1, and reloading them for every W
 // vector made the kernel L2-bound, not memory-bound), and R*M independent FMA chains hide the FMA
 // latency even for m = 1. Up to 8 rows (R = 8 for m = 1 and 2, 7 for m = 3, 5 for m = 4): with
-// the 512-byte prefetch below, 8 streams read faster than 4 (m = 1 25.7 -> 26.2 GB/s, m = 2
+// the 512-byte prefetch (KernelTable.h), 8 streams read faster than 4 (m = 1 25.7 -> 26.2 GB/s, m = 2
 // 24.8 -> 25.6 on mmap'd f16; tinyllama's decode 10.7-11.0 -> 11.1-11.2 tok/s, alternating runs).
 // The AVX2 path keeps 4: there it was no faster.
 constexpr int tileRows(int m) {
@@ -72,18 +72,10 @@ constexpr int tileRows(int m) {
     return byRegisters < 8 ? byRegisters : 8;
 }
 
-// A tile reads R rows of W side by side, R streams at once, which the hardware prefetcher follows
-// less far ahead than one; asking for the line 512 bytes ahead in each row keeps the loads fed.
-// The distance was 2 KiB (against none: 1.1x for m = 1, 1.3x for m = 8 on the f16 4096 x 11008
-// matrix); 512 streams faster still on both ISAs, 2 threads over mmap'd f16 weights, GB/s at
-// 2048 -> 512: m = 1 24.0 -> 25.4, m = 2 22.2 -> 24.4, m = 8 11.2 -> 13.3 (AVX2: 23.7 -> 25.6,
-// 21.9 -> 24.5, 10.5 -> 10.4), tinyllama's 2048 columns and the 7B's 4096 alike; 256 and 1024 in
-// between or below. Prefetches never fault, so asking past the end of a row or of W is harmless;
-// the address is formed as an integer because pointer arithmetic past the end of W would not be.
-constexpr uintptr_t kPrefetchBytes = 512;
+// Each row of a tile asks for its line kWeightPrefetchBytes ahead (KernelTable.h says why).
 template <class T>
 void prefetchAhead(const T* p) {
-    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kWeightPrefetchBytes), _MM_HINT_T0);
 }
 
 // One tile: y[r, i] = dot(x row r, W row i) for r < M, i < R.
