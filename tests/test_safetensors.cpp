@@ -17,7 +17,9 @@
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/randn.h>
 
+#include <cmath>
 #include <fstream>
+#include <string>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -52,6 +54,14 @@ class TestSafeTensors : public QObject {
     Q_OBJECT
     QTemporaryDir tmp_;
     std::string path(const char* name) { return tmp_.filePath(name).toStdString(); }
+
+    // This process's resident pages of mapped files (RssFile in /proc/self/status), MiB.
+    static double residentFileMiB() {
+        std::ifstream in("/proc/self/status");
+        for (std::string line; std::getline(in, line);)
+            if (line.rfind("RssFile:", 0) == 0) return std::stod(line.substr(8)) / 1024.0;
+        return -1;
+    }
 
 private slots:
     void roundTripAllDtypes() {
@@ -123,6 +133,28 @@ private slots:
         const at::Tensor x = at::randn({3, 96});
         const at::Tensor want = at::matmul(x, at::cat({small.to(at::kFloat), big.to(at::kFloat)}).t());
         QVERIFY(at::allclose(applyLinear(x, fused), want, 1e-4, 1e-4));
+    }
+
+    void convertedWeightsLeaveTheFilesPagesBehind() {
+        // A weight converted at load (here widened to float32; on CUDA, uploaded) no longer needs
+        // the file's bytes: their pages leave the process, so a 7B upload does not hold 13.5 GB of
+        // host memory. Measured on the process's own resident file pages (RssFile).
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        const int64_t rows = 8192, cols = 4096;   // 64 MiB of float16
+        writeSafeTensors(d + "/model.safetensors", {{"model.layers.0.mlp.down_proj.weight", at::randn({rows, cols}).to(at::kHalf)}});
+        const Checkpoint ckpt = Checkpoint::open(d);
+        const at::Tensor view = ckpt.load("text.layers.0.mlp.down_proj.weight", {rows, cols});
+        const double before = residentFileMiB();
+        QVERIFY(std::isfinite(view.to(at::kFloat).sum().item<double>()));   // every page read
+        const double touched = residentFileMiB();
+        QVERIFY2(touched - before > 56, QByteArray::number(touched - before));
+        WeightFormat widen;
+        widen.storage = at::kFloat;
+        const at::Tensor w = loadWeight(ckpt, "text.layers.0.mlp.down_proj.weight", {rows, cols}, widen);
+        QVERIFY2(touched - residentFileMiB() > 56, QByteArray::number(touched - residentFileMiB()));
+        // The view still reads the right numbers: its pages come back from the file.
+        QVERIFY(at::equal(view.to(at::kFloat), w));
     }
 
     void readsReferenceCheckpoint() {

@@ -135,6 +135,11 @@ at::Tensor Checkpoint::load(const std::string& canonicalName, const std::vector<
     return t;
 }
 
+void Checkpoint::releasePages(const std::string& canonicalName) const {
+    auto it = entries_.find(canonicalName);
+    if (it != entries_.end()) files_[it->second.file]->releasePages(it->second.diskName);
+}
+
 int64_t Checkpoint::bytes(const std::string& canonicalName, c10::ScalarType dtype) const {
     auto it = entries_.find(canonicalName);
     if (it == entries_.end()) return 0;

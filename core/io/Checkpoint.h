@@ -28,6 +28,9 @@ public:
     // The stored tensor (zero-copy view, dtype as on disk), checked against the expected shape.
     at::Tensor load(const std::string& canonicalName, const std::vector<int64_t>& expectedShape) const;
     std::string diskName(const std::string& canonicalName) const;
+    // After load()'s view was copied into another dtype or onto a GPU: its pages leave the
+    // process (SafeTensorsFile::releasePages).
+    void releasePages(const std::string& canonicalName) const;
     std::vector<std::string> canonicalNames() const;
 
     const std::string& directory() const { return directory_; }

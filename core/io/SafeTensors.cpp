@@ -210,6 +210,19 @@ at::Tensor SafeTensorsFile::tensor(const std::string& name) const {
     return at::from_blob(const_cast<uint8_t*>(data), i.shape, [keepAlive](void*) {}, options);
 }
 
+void SafeTensorsFile::releasePages(const std::string& name) const {
+    const TensorInfo& i = info(name);
+    uint64_t headerLen = 0;
+    std::memcpy(&headerLen, mapping_->bytes(), 8);
+    // Only whole pages inside the tensor's bytes: the pages it shares with its neighbours stay.
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(mapping_->bytes() + 8 + headerLen + i.begin);
+    const uintptr_t end = begin + (i.end - i.begin);
+    const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+    // Advice only: a kernel that ignores it leaves the pages resident, nothing else changes.
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writer
 

@@ -36,6 +36,10 @@ public:
     // Falls back to a copy only if the bytes are not aligned for the element type.
     at::Tensor tensor(const std::string& name) const;
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
+    // Drops the tensor's pages from this process's memory once a converted copy (another dtype,
+    // or a GPU's) replaced it: a 7B upload to CUDA then never holds the file's 13.5 GB on the host.
+    // The mapping stays: a view read again faults its pages back in from the file.
+    void releasePages(const std::string& name) const;
 
 private:
     struct Mapping;

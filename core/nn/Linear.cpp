@@ -50,9 +50,9 @@ at::Tensor loadWeight(const Checkpoint& ckpt, const std::string& name, const std
     at::Tensor t = ckpt.load(name, shape);
     const c10::ScalarType kept = keptDtype(t, format);
     if (t.scalar_type() == kept && format.device.is_cpu()) return t;   // mmap view, no copy
-    if (!format.device.is_cpu()) return t.to(format.device, kept).contiguous();
-    at::Tensor out = at::empty(t.sizes(), at::TensorOptions().dtype(kept));
-    out.copy_(t);   // ATen's copy_ converts on the whole thread pool
+    at::Tensor out = at::empty(t.sizes(), at::TensorOptions().dtype(kept).device(format.device));
+    out.copy_(t);   // ATen's copy_ converts on the whole thread pool (or uploads, then converts)
+    ckpt.releasePages(name);   // the copy replaced the file's bytes
     return out;
 }
 
@@ -79,6 +79,7 @@ LinearWeight loadFusedLinear(const Checkpoint& ckpt, const std::vector<std::stri
     int64_t row = 0;
     for (size_t i = 0; i < stored.size(); ++i) {
         fused.narrow(0, row, shapes[i][0]).copy_(stored[i]);
+        ckpt.releasePages(names[i]);
         row += shapes[i][0];
     }
     return LinearWeight{{fused}};
