@@ -19,8 +19,16 @@
 #include "steer/SteeredRun.h"
 #include "steer/SteeringPlan.h"
 
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/equal.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/ones.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+
+#include <cmath>
 
 #include <QtTest>
 
@@ -174,7 +182,55 @@ class TestBatchDecode : public QObject {
         }
     }
 
+    // The decode step a CUDA graph captures (TransformerDecoder's GraphStep: K/V written at an
+    // index held in a tensor, attention over the whole capacity with a mask) run here on CPU
+    // against the ordinary step, over ten greedy steps of a pair with one spotlight row: the same
+    // ids, the logits and the written K/V equal to float32 rounding, the count advanced by one.
+    void graphStepEqualsTheOrdinaryStep(std::shared_ptr<Model> model, const ImageU8& image) {
+        Session session(model);
+        session.prefill(buildPrompt(*model, "Describe the image.", false, &image), 16);
+        const TextConfig& t = model->config().text;
+        const VisualSpan span = session.snapshot().visualSpan;
+        at::Tensor bias = at::zeros({1, t.numHeads, span.end()});
+        bias.narrow(2, span.start, span.length).fill_(2.0);
+        ForwardPass pass;
+        pass.attentionBias.assign(size_t(t.numLayers), at::cat({at::zeros_like(bias), bias}));
+        KVCache ordinary = KVCache::stackRows({&session.snapshot(), &session.snapshot()}, session.snapshot().size() + 12);
+        KVCache graph = KVCache::stackRows({&session.snapshot(), &session.snapshot()}, session.snapshot().size() + 12);
+        const at::Tensor keyIndex = at::arange(graph.capacity(), at::kLong);
+        std::vector<int64_t> next = {session.lastPromptToken(), session.lastPromptToken()};
+        for (int step = 0; step < 10; ++step) {
+            const at::Tensor ids = at::tensor(next, at::kLong).view({2, 1});
+            const at::Tensor a = session.forwardIds(ordinary, ids, &pass);
+            const int64_t index = graph.size();
+            const auto [cos, sin] = model->decoder().ropeTables(graph.positions(index, 1));
+            GraphStep g{at::full({1}, index, at::kLong), cos, sin, {}};
+            g.mask = at::zeros({1, graph.capacity()}).masked_fill_(keyIndex.gt(g.cacheIndex), -INFINITY);
+            ForwardPass gp;
+            gp.attentionBias = pass.attentionBias;
+            gp.graphStep = &g;
+            const at::Tensor b = session.forwardIds(graph, ids, &gp);
+            QCOMPARE(graph.size(), index);   // the caller advances it
+            graph.advance(1);
+            QCOMPARE(graph.size(), ordinary.size());
+            QVERIFY2(test::maxAbsDiff(a, b) <= 1e-4, ("step " + std::to_string(step) + ": logits differ by " + std::to_string(test::maxAbsDiff(a, b))).c_str());
+            for (int l = 0; l < t.numLayers; ++l) {
+                QVERIFY(test::maxAbsDiff(graph.keys(l), ordinary.keys(l)) <= 1e-5);
+                QVERIFY(test::maxAbsDiff(graph.values(l), ordinary.values(l)) <= 1e-5);
+            }
+            next = {a[0].argmax().item<int64_t>(), a[1].argmax().item<int64_t>()};
+            QCOMPARE(b[0].argmax().item<int64_t>(), next[0]);
+            QCOMPARE(b[1].argmax().item<int64_t>(), next[1]);
+        }
+    }
+
 private slots:
+    void graphStepOnTheDemoModel() { graphStepEqualsTheOrdinaryStep(loadModel(KVSTEER_DEMO_MODEL_DIR), loadImage(KVSTEER_DEMO_IMAGE)); }
+
+    void graphStepUnderMRope() {
+        graphStepEqualsTheOrdinaryStep(loadModel(test::referenceQwen2VlDir()), loadImage(test::referenceDir() + "/images/gradient_500x300.png"));
+    }
+
     void questionsContinueAsOneBatchOnTheDemoModel() {
         questionsContinueAsOneBatch(loadModel(KVSTEER_DEMO_MODEL_DIR), loadImage(KVSTEER_DEMO_IMAGE));
     }

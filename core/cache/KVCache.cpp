@@ -32,6 +32,25 @@ std::pair<at::Tensor, at::Tensor> KVCache::update(const at::Tensor& k, const at:
     return {k_[layer].narrow(2, 0, start + t), v_[layer].narrow(2, 0, start + t)};
 }
 
+std::pair<at::Tensor, at::Tensor> KVCache::writeAt(const at::Tensor& k, const at::Tensor& v, int layer, const at::Tensor& index) {
+    if (layer < 0 || layer >= numLayers()) throw Error("KVCache::writeAt: layer " + std::to_string(layer) + " out of range");
+    k_[layer].index_copy_(2, index, k);
+    v_[layer].index_copy_(2, index, v);
+    return {k_[layer], v_[layer]};
+}
+
+void KVCache::advance(int64_t n) {
+    if (size() + n > capacity_) throw Error("KVCache::advance: " + std::to_string(size() + n) + " tokens exceed the capacity " + std::to_string(capacity_));
+    for (auto& f : fill_) f += n;
+}
+
+std::vector<const void*> KVCache::bufferAddresses() const {
+    std::vector<const void*> out;
+    for (const at::Tensor& t : k_) out.push_back(t.data_ptr());
+    for (const at::Tensor& t : v_) out.push_back(t.data_ptr());
+    return out;
+}
+
 at::Tensor KVCache::keys(int layer) const { return k_.at(layer).narrow(2, 0, fill_.at(layer)); }
 at::Tensor KVCache::values(int layer) const { return v_.at(layer).narrow(2, 0, fill_.at(layer)); }
 

@@ -35,6 +35,15 @@ public:
     // tokens so far (views, no copy). Grows the buffers if the capacity is exceeded.
     std::pair<at::Tensor, at::Tensor> update(const at::Tensor& k, const at::Tensor& v, int layer);
 
+    // A decode step captured in a CUDA graph (generate/DecodeGraph.h) cannot narrow to a length
+    // known only on the host: it writes k, v ([B, H_kv, 1, D]) at the cache index held in the
+    // device tensor `index` ([1] int64) and attends over the whole buffers, which this returns
+    // ([B, H_kv, capacity, D]). The count is left alone: advance() adds the token once the step ran.
+    std::pair<at::Tensor, at::Tensor> writeAt(const at::Tensor& k, const at::Tensor& v, int layer, const at::Tensor& index);
+    void advance(int64_t n);
+    // The buffers' storage, every layer's K then V: a captured step is only valid for these.
+    std::vector<const void*> bufferAddresses() const;
+
     // Views of the held tokens, [B, H_kv, size(), D]. Writing through them edits the cache.
     at::Tensor keys(int layer) const;
     at::Tensor values(int layer) const;

@@ -1,6 +1,7 @@
 #include "generate/BatchDecode.h"
 
 #include "Error.h"
+#include "generate/DecodeGraph.h"
 #include "generate/Session.h"
 #include "kernels/Kernels.h"
 #include "models/Model.h"
@@ -61,6 +62,7 @@ BatchResult decodeBatch(const Session& session, KVCache batch, const std::vector
         for (const DecodeRow& r : rows) biases.push_back(&r.attentionBias);
         pass.attentionBias = stackAttentionBiases(biases);
     }
+    DecodeGraph graph(session, pass);
     std::vector<TokenStream> streams;
     streams.reserve(size_t(n));
     for (const DecodeRow& r : rows) streams.emplace_back(r.sampling, model.tokenizer(), model.config().text.eosTokenIds, r.stopAtEos, r.seedToken);
@@ -89,7 +91,8 @@ BatchResult decodeBatch(const Session& session, KVCache batch, const std::vector
         std::vector<int64_t> next;
         for (int64_t r : active) next.push_back(streams[size_t(r)].next());
         const int64_t m = int64_t(active.size());
-        const at::Tensor logits = session.forwardIds(batch, longTensor(next).view({m, 1}), &pass);
+        at::Tensor logits = graph.step(batch, next, pass);   // on CUDA: the step replayed as one graph
+        if (!logits.defined()) logits = session.forwardIds(batch, longTensor(next).view({m, 1}), &pass);
 
         BatchStep ev;
         ev.step = step;

@@ -207,8 +207,10 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
     if (cache.numLayers() != config_.numLayers || cache.batch() != b)
         throw Error("KVCache shape does not match the model (layers or batch size)");
 
-    const auto [cos, sin] = ropeTables(cache.positions(start, t));
-    at::Tensor mask;
+    const GraphStep* graph = pass ? pass->graphStep : nullptr;
+    if (graph && t != 1) throw Error("a captured decode step feeds one token per row");
+    const auto [cos, sin] = graph ? std::make_pair(graph->cos, graph->sin) : ropeTables(cache.positions(start, t));
+    at::Tensor mask = graph ? graph->mask : at::Tensor();
     const bool bidirectional = pass && pass->bidirectional;
     if (t > 1 && !bidirectional)   // query i (cache index start+i) sees keys 0..start+i
         mask = at::full({t, start + t}, -std::numeric_limits<double>::infinity(), embeds.options()).triu(start + 1);
@@ -224,7 +226,7 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
         at::Tensor v = qkv.narrow(-1, (h + hkv) * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
         q = rotateHalf(q, cos, sin);
         k = rotateHalf(k, cos, sin);
-        auto [keys, values] = cache.update(k, v, static_cast<int>(l));
+        auto [keys, values] = graph ? cache.writeAt(k, v, static_cast<int>(l), graph->cacheIndex) : cache.update(k, v, static_cast<int>(l));
 
         at::Tensor bias;
         if (pass && l < pass->attentionBias.size()) bias = pass->attentionBias[l];

@@ -21,6 +21,17 @@ namespace kvsteer {
 
 class KVCache;
 
+// A decode step (one token per row) whose changing inputs all live in device tensors, so the
+// same launches serve every step: what a CUDA graph can capture once and replay per token
+// (generate/DecodeGraph.h). The step writes its K/V at the cache index `cacheIndex` holds and
+// attends over the cache's whole capacity, `mask` hiding the keys past that index; the cache's
+// count is the caller's to advance (KVCache::writeAt).
+struct GraphStep {
+    at::Tensor cacheIndex;   // [1] int64, on the device
+    at::Tensor cos, sin;     // [1, head_dim], compute dtype, on the device (ropeTables)
+    at::Tensor mask;         // [1, capacity], compute dtype: 0 up to cacheIndex, -inf after it
+};
+
 // What one forward pass takes besides the embeddings and gives back besides the hidden states:
 // an attention-logit bias in (spotlight steering), the last token's attention weights out (the
 // heatmaps), and a stop check (a long prefill can be cancelled between layers).
@@ -38,6 +49,8 @@ struct ForwardPass {
     // When set, asked before every layer; true stops the pass by throwing ForwardStopped (the
     // cache is then partly written and must be thrown away). A long prefill can be cancelled.
     std::function<bool()> stopRequested;
+    // When set, the pass is a captured decode step (see GraphStep).
+    const GraphStep* graphStep = nullptr;
 };
 
 // Thrown by TransformerDecoder::forward when ForwardPass::stopRequested says so. Not an error.
@@ -69,6 +82,8 @@ public:
     // M-RoPE: what KVCache::positions gives for those cache indices), or back
     // (inverse): how cached (post-RoPE) keys and position-free (pre-RoPE) directions relate.
     at::Tensor rotate(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
+    // cos, sin [n, head_dim] (compute dtype, on the device) for positions [rows, n] or [n].
+    std::pair<at::Tensor, at::Tensor> ropeTables(const at::Tensor& positions) const;
 
 private:
     struct Layer {
@@ -78,8 +93,6 @@ private:
         LinearWeight gateUpWeight, downWeight; // gate and up fused: [2 I, D]
     };
     at::Tensor activation(const at::Tensor& gate) const;
-    // cos, sin [n, head_dim] (compute dtype, on the device) for positions [rows, n].
-    std::pair<at::Tensor, at::Tensor> ropeTables(const at::Tensor& positions) const;
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                          const at::Tensor& bias, at::Tensor* captured) const;
 
