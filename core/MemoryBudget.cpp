@@ -47,15 +47,23 @@ int64_t parseBudget(const std::string& text) {
 
 // Free memory on a CUDA device, through the CUDA runtime if the process has it loaded (libtorch's
 // CUDA build does); a CPU-only build then simply has no budget to check against.
-int64_t cudaFreeBytes(int index) {
+// Free and total bytes of a CUDA device; false when the runtime is not there to ask.
+bool cudaMemoryInfo(int index, int64_t* freeBytes, int64_t* totalBytes) {
     using SetDeviceFn = int (*)(int);
     using MemGetInfoFn = int (*)(size_t*, size_t*);
     auto setDevice = reinterpret_cast<SetDeviceFn>(dlsym(RTLD_DEFAULT, "cudaSetDevice"));
     auto memGetInfo = reinterpret_cast<MemGetInfoFn>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
-    if (!setDevice || !memGetInfo) return -1;
-    size_t freeBytes = 0, totalBytes = 0;
-    if (setDevice(index < 0 ? 0 : index) != 0 || memGetInfo(&freeBytes, &totalBytes) != 0) return -1;
-    return static_cast<int64_t>(freeBytes);
+    if (!setDevice || !memGetInfo) return false;
+    size_t f = 0, t = 0;
+    if (setDevice(index < 0 ? 0 : index) != 0 || memGetInfo(&f, &t) != 0) return false;
+    *freeBytes = static_cast<int64_t>(f);
+    *totalBytes = static_cast<int64_t>(t);
+    return true;
+}
+
+int64_t cudaFreeBytes(int index) {
+    int64_t freeBytes = 0, totalBytes = 0;
+    return cudaMemoryInfo(index, &freeBytes, &totalBytes) ? freeBytes : -1;
 }
 
 } // namespace
@@ -64,6 +72,12 @@ MemoryBudget memoryBudget(const c10::Device& device) {
     if (const char* env = std::getenv("KVSTEER_MEMORY_BUDGET"); env && *env) return {parseBudget(env), "KVSTEER_MEMORY_BUDGET"};
     if (device.is_cuda()) return {cudaFreeBytes(device.index()), "free CUDA memory"};
     return {procField("/proc/meminfo", "MemAvailable"), "MemAvailable"};
+}
+
+int64_t deviceMemoryInUse(const c10::Device& device) {
+    int64_t freeBytes = 0, totalBytes = 0;
+    if (!device.is_cuda() || !cudaMemoryInfo(device.index(), &freeBytes, &totalBytes)) return -1;
+    return totalBytes - freeBytes;
 }
 
 std::string formatBytes(int64_t bytes) {

@@ -41,6 +41,10 @@ void requireMemory(const MemoryNeed& need, const MemoryBudget& budget, const std
 
 std::string formatBytes(int64_t bytes);   // "13.5 GB"
 
+// Bytes of a CUDA device in use (its total less its free memory: this process's caching
+// allocator and CUDA context, and whatever else runs there); -1 for a CPU or an unknown device.
+int64_t deviceMemoryInUse(const c10::Device& device);
+
 // The peak resident set size of this process (VmHWM), bytes; 0 if unknown.
 int64_t peakResidentBytes();
 

@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <dlfcn.h>
@@ -70,6 +71,12 @@ bool deviceAvailable(const c10::Device& device) {
     if (device.is_cpu()) return true;
     if (device.is_cuda()) return at::hasCUDA();
     return false;
+}
+
+void waitForDevice(const c10::Device& device) {
+    if (device.is_cpu()) return;
+    // Reading a value back waits for the stream it was queued on, and everything before it there.
+    (void)at::zeros({1}, at::TensorOptions().device(device)).item<float>();
 }
 
 } // namespace kvsteer

@@ -17,5 +17,8 @@ int currentThreads();           // threads of the pool that holds the cores
 // ATen's pool gets one thread. loading a model switches back.
 void setBlasThreads(int threads);
 bool deviceAvailable(const c10::Device& device);
+// Returns once the work queued on `device` so far has run (a GPU runs ahead of the host; a time
+// taken without this measures the launches). Nothing to wait for on CPU.
+void waitForDevice(const c10::Device& device);
 
 } // namespace kvsteer

@@ -1,6 +1,7 @@
 #include "generate/Session.h"
 
 #include "Error.h"
+#include "Runtime.h"
 #include "generate/BatchDecode.h"
 #include "models/Model.h"
 
@@ -41,6 +42,7 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
 
     auto t0 = std::chrono::steady_clock::now();
     imageFeatures_ = prompt.hasImage ? model_->encodeImage(prompt.pixels) : at::Tensor();
+    waitForDevice(model_->format().device);   // a GPU's times count the work, not its launches
     imageEncodeMs_ = msSince(t0);
     if (stopRequested && stopRequested()) return false;
 
@@ -66,6 +68,7 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     if (prefixLm) snapshot_.truncate(n);   // the last token is fed again by decode
     snapshot_.appendTokens(kept);
     snapshot_.visualSpan = prompt.span;
+    waitForDevice(model_->format().device);
     prefillMs_ = msSince(t0);
     prefilled_ = true;
     return true;
@@ -152,6 +155,7 @@ void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session
         const at::Tensor ids = at::tensor(padded, at::TensorOptions().dtype(at::kLong)).view({int64_t(sessions.size()), restLength});
         model.decoder().forward(model.decoder().embed(ids), batch);
     }
+    waitForDevice(model.format().device);
     const double ms = msSince(t0) / double(sessions.size());
     for (size_t b = 0; b < sessions.size(); ++b) {
         const Prompt& p = *prompts[b];
