@@ -1,0 +1,172 @@
+// parity-check — the reference parity and the demo steer, on any device, as one table: what
+// scripts/gpu-check.sh runs on a GPU machine, where the Qt Test executables are not built.
+//   parity-check [--device cpu|cuda] [--reference DIR] [--tolerance-scale K]
+// For tiny-llava, tiny-paligemma and tiny-qwen2vl (float32), every case of the reference's
+// summary.json: the prompt's ids; the prefill's K/V (<= K x 1e-4 x max(1, max|ref|)); the
+// logits of the last prompt token (<= K x 1e-3); the 20 greedy ids as decode runs them — on
+// CUDA through the CUDA graph, then again eagerly (KVSTEER_CUDA_GRAPHS=0): both must equal the
+// reference's. Then the demo scene (red circle, the shipped red->blue vectors, the circle
+// painted) steered on the device and on CPU: the same unsteered and steered answers.
+// K defaults to 10 on CUDA (its kernels sum in other orders) and 1 on CPU. Exit status 1 when
+// any line fails.
+#include "CommandLine.h"
+#include "Error.h"
+#include "generate/Session.h"
+#include "io/Image.h"
+#include "io/SafeTensors.h"
+#include "models/ModelRegistry.h"
+#include "models/Prompt.h"
+#include "steer/Mask.h"
+#include "steer/PlanOptions.h"
+#include "steer/SteeredRun.h"
+#include "steer/SteeringPlan.h"
+#include "steer/SteeringVectors.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/tensor.h>
+#include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+using namespace kvsteer;
+
+namespace {
+
+constexpr const char* kUsage = "usage: parity-check [--device cpu|cuda] [--reference DIR] [--tolerance-scale K]\n";
+
+// One reference checkpoint: its folder, its expected outputs, and how a case becomes a prompt.
+struct Family {
+    const char* model;
+    const char* expected;
+    const char* textField;   // the case's text: a raw prompt (LLaVA) or what the template wraps
+    bool raw;
+};
+constexpr Family kFamilies[] = {
+    {"tiny-llava", "expected", "prompt", true},
+    {"tiny-paligemma", "expected-paligemma", "prefix", false},
+    {"tiny-qwen2vl", "expected-qwen2vl", "user_text", false},
+};
+
+double maxAbs(const at::Tensor& t) { return t.numel() ? t.abs().max().item<double>() : 0.0; }
+double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) { return maxAbs(a.to(at::kCPU).to(at::kDouble) - b.to(at::kCPU).to(at::kDouble)); }
+
+std::vector<int64_t> idsOf(const at::Tensor& t) {
+    const at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous().reshape({-1});
+    return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+std::vector<int64_t> greedy(Session& session, bool graphs) {
+    setenv("KVSTEER_CUDA_GRAPHS", graphs ? "1" : "0", 1);   // DecodeGraph reads it per decode
+    GenerationOptions gen;
+    gen.maxNewTokens = 20;
+    gen.stopAtEos = false;
+    return session.generate(gen).ids;
+}
+
+struct Checks {
+    int failures = 0;
+    void line(const std::string& what, bool ok, const std::string& detail) {
+        std::printf("| %-38s | %-4s | %s\n", what.c_str(), ok ? "ok" : "FAIL", detail.c_str());
+        if (!ok) ++failures;
+    }
+};
+
+void checkCase(const Model& model, const std::shared_ptr<Model>& shared, const Family& f, const nlohmann::json& c,
+               const std::string& reference, double k, Checks& checks) {
+    const std::string name = std::string(f.model) + " " + c["name"].get<std::string>();
+    const SafeTensorsFile expected(reference + "/" + f.expected + "/" + c["name"].get<std::string>() + ".safetensors");
+    ImageU8 image;
+    if (!c["image"].is_null()) image = loadImage(reference + "/images/" + c["image"].get<std::string>());
+    const Prompt prompt = buildPrompt(model, c[f.textField].get<std::string>(), f.raw, c["image"].is_null() ? nullptr : &image);
+    checks.line(name + ": ids", prompt.ids == idsOf(expected.tensor("input_ids")), std::to_string(prompt.ids.size()) + " tokens");
+
+    Session session(shared);
+    session.prefill(prompt, 20);
+    const KVCache& kv = session.snapshot();
+    double worst = 0;
+    for (int l = 0; l < kv.numLayers(); ++l)
+        for (const auto& [got, key] : {std::make_pair(kv.keys(l), "past_key."), std::make_pair(kv.values(l), "past_value.")}) {
+            const at::Tensor ref = expected.tensor(key + std::to_string(l)).narrow(2, 0, kv.size());
+            worst = std::max(worst, maxAbsDiff(got, ref) / std::max(1.0, maxAbs(ref)));
+        }
+    char detail[96];
+    std::snprintf(detail, sizeof detail, "max rel %.2e (limit %.0e)", worst, k * 1e-4);
+    checks.line(name + ": K/V", worst <= k * 1e-4, detail);
+
+    KVCache copy = kv.clone();
+    const at::Tensor ids = at::tensor(std::vector<int64_t>{session.lastPromptToken()}, at::kLong).view({1, 1});
+    const double logits = maxAbsDiff(session.forwardIds(copy, ids).reshape({-1}), expected.tensor("prefill_last_logits").reshape({-1}));
+    std::snprintf(detail, sizeof detail, "max abs %.2e (limit %.0e)", logits, k * 1e-3);
+    checks.line(name + ": logits", logits <= k * 1e-3, detail);
+
+    const std::vector<int64_t> want = c["greedy_ids"].get<std::vector<int64_t>>();
+    const bool cuda = model.format().device.is_cuda();
+    checks.line(name + (cuda ? ": 20 greedy (graph)" : ": 20 greedy"), greedy(session, true) == want, "");
+    if (cuda) checks.line(name + ": 20 greedy (eager)", greedy(session, false) == want, "");
+}
+
+// The demo scene steered with the shipped vectors: the unsteered and steered answers.
+GenerationPair demoSteer(const std::string& device) {
+    LoadOptions o;
+    o.device = device;
+    auto model = loadModel(KVSTEER_DEMO_MODEL_DIR, o);
+    const ImageU8 image = loadImage(KVSTEER_DEMO_IMAGE);
+    Session session(model);
+    const Prompt prompt = buildPrompt(*model, "What color is the circle?", false, &image);
+    session.prefill(prompt, 16);
+    SteeringFileInfo info;
+    const SteeringVectors vectors = loadSteeringFile(KVSTEER_DEMO_VECTORS, *model, &info);
+    const VisualSpan& span = session.snapshot().visualSpan;
+    const SteeringPlan plan = makePlan(PlanOptions(), &vectors, info, loadMask("rect:6,9,15,18", span.gridHeight, span.gridWidth), span,
+                                       model->config().text.numLayers);
+    GenerationOptions gen;
+    gen.maxNewTokens = 16;
+    return runSteered(session, prompt, plan, gen).pair;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        CommandLine cl({"device", "reference", "tolerance-scale"}, {});
+        cl.parse(argc, argv, 1);
+        const std::string device = cl.get("device", "cpu");
+        const std::string reference = cl.get("reference", KVSTEER_REFERENCE_DIR);
+        const double k = std::stod(cl.get("tolerance-scale", device == "cpu" ? "1" : "10"));
+        std::printf("parity-check  (device %s, float32, tolerances x%g, reference %s)\n\n", device.c_str(), k, reference.c_str());
+        std::printf("| %-38s | %-4s | %s\n|%s|%s|%s\n", "check", "", "", std::string(40, '-').c_str(), std::string(6, '-').c_str(),
+                    std::string(30, '-').c_str());
+        Checks checks;
+        for (const Family& f : kFamilies) {
+            std::ifstream in(reference + "/" + f.expected + "/summary.json");
+            if (!in) throw Error(reference + "/" + f.expected + "/summary.json: cannot open (is --reference the shared/reference folder?)");
+            const nlohmann::json summary = nlohmann::json::parse(in);
+            LoadOptions o;
+            o.device = device;
+            o.dtype = "f32";
+            auto model = loadModel(reference + "/" + f.model, o);
+            for (const auto& c : summary["cases"]) checkCase(*model, model, f, c, reference, k, checks);
+        }
+        const GenerationPair onDevice = demoSteer(device), onCpu = device == "cpu" ? onDevice : demoSteer("cpu");
+        checks.line("demo steer: unsteered = CPU's", onDevice.unsteered.ids == onCpu.unsteered.ids, "\"" + onDevice.unsteered.text + "\"");
+        checks.line("demo steer: steered = CPU's", onDevice.steered.ids == onCpu.steered.ids, "\"" + onDevice.steered.text + "\"");
+        std::printf("\n%s\n", checks.failures ? (std::to_string(checks.failures) + " check(s) failed").c_str() : "all checks passed");
+        return checks.failures ? 1 : 0;
+    } catch (const HelpRequested&) {
+        std::cout << kUsage;
+        return 0;
+    } catch (const UsageError& e) {
+        std::cerr << "parity-check: " << e.what() << "\n" << kUsage;
+        return 2;
+    } catch (const c10::Error& e) {
+        std::cerr << "parity-check: error: " << e.what_without_backtrace() << "\n";
+    } catch (const std::exception& e) {
+        std::cerr << "parity-check: error: " << e.what() << "\n";
+    }
+    return 1;
+}
