@@ -1,6 +1,7 @@
 #include "CliOptions.h"
 
 #include "Error.h"
+#include "steer/SteeringPlan.h"
 
 #include <iostream>
 #include <algorithm>
@@ -58,6 +59,7 @@ std::shared_ptr<Model> loadModelFrom(const std::string& directory, const Command
     std::shared_ptr<Model> model = loadModel(directory, loadOptions(cl));
     if (cl.has("system") && !model->takesSystemMessage())
         throw UsageError("--system: the " + model->familyName() + " prompt layout has no system message (only chat templates do: Qwen, Llama-3)");
+    warmUpEdits(*model);
     return model;
 }
 

@@ -103,7 +103,8 @@ struct Row {
     std::string model, weights, device = "cpu";
     double loadS = 0, encodeMs = 0, prefillTokS = 0, decodeTokS = 0, rooflineTokS = 0, pairStepsS = 0, peakRssGB = 0, pairRssGB = 0;
     double readGBs = 0;   // the decode weights' read bandwidth (CUDA: a copy's): roofline = readGBs / weight bytes per token
-    double deviceMemGB = 0;   // CUDA: the most device memory in use after any phase (allocator cache and context included)
+    double deviceMemGB = 0;
+    double firstEditMs = 0, editMs = 0;   // the pair's edit: the first after loading, the best of the others   // CUDA: the most device memory in use after any phase (allocator cache and context included)
     // The 4 x 3 atlas (batched) against the same 12 settings run one at a time.
     double atlasMs = 0, separateSteerMs = 0, separateDecodeMs = 0;
     double atlasCost() const { return separateSteerMs > 0 ? atlasMs / separateSteerMs : 0; }
@@ -219,6 +220,7 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
     LoadOptions o = options;
     o.reserveTokens = newTokens;
     auto model = loadModel(dir, o);
+    warmUpEdits(*model);   // as the CLI and the studio do after loading
     row.model = model->config().name;
     row.weights = model->weightsDtype();
     row.parameters = model->parameterCount();
@@ -260,8 +262,11 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
         }
         double best = 0;
         for (int r = 0; r < repeat; ++r) {
-            const GenerationPair pair = runSteered(session, prompt, plan, gen).pair;
-            best = std::max(best, 1000.0 * pair.steered.ids.size() / pair.decodeMs);
+            const SteeredRunResult run = runSteered(session, prompt, plan, gen);
+            best = std::max(best, 1000.0 * run.pair.steered.ids.size() / run.pair.decodeMs);
+            // The first edit after loading pays whatever is set up lazily (on a GPU: kernel loading).
+            if (r == 0) row.firstEditMs = run.start.steered.editMs;
+            else row.editMs = row.editMs > 0 ? std::min(row.editMs, run.start.steered.editMs) : run.start.steered.editMs;
         }
         row.pairStepsS = best;
         noteDeviceMemory();
@@ -282,6 +287,8 @@ nlohmann::json toJson(const Row& r) {
             {"weights", r.weights},
             {"device", r.device},
             {"device_memory_gb", r.deviceMemGB},
+            {"first_edit_ms", r.firstEditMs},
+            {"edit_ms", r.editMs},
             {"parameters", r.parameters},
             {"load_s", r.loadS},
             {"prompt_tokens", r.promptTokens},
@@ -322,6 +329,8 @@ Row fromJson(const nlohmann::json& j) {
     r.readGBs = j.value("read_bandwidth_gb_s", 0.0);
     r.device = j.value("device", "cpu");
     r.deviceMemGB = j.value("device_memory_gb", 0.0);
+    r.firstEditMs = j.value("first_edit_ms", 0.0);
+    r.editMs = j.value("edit_ms", 0.0);
     r.weightBytesPerToken = j.at("weight_bytes_per_token");
     r.pairStepsS = j.at("pair_step_s");
     r.peakRssGB = j.at("peak_rss_gb");
@@ -444,6 +453,7 @@ void printTargets(const std::vector<Row>& rows) {
                 line(r, "prefill tok/s, encode incl.", r.prefillTokS, ">=", 15000);
             }
             if (r.pairStepsS > 0) line(r, "pair step / one step", r.pairCost(), "<=", 1.1);
+            if (r.editMs > 0) line(r, "first edit ms (later: best)", r.firstEditMs, "<=", 2 * r.editMs + 1);
             line(r, "host peak RSS GB", r.pairRssGB > 0 ? r.pairRssGB : r.peakRssGB, "<=", 2.0);
             continue;
         }

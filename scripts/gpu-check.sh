@@ -91,6 +91,7 @@ for name, r in (("graphs on", on), ("graphs off", off)):
     print(f"bench 7B f16, {name}|{r['decode_tok_s']:.1f} tok/s decode|"
           f"roofline {r['roofline_tok_s']:.0f} tok/s (copy {r['read_bandwidth_gb_s']:.0f} GB/s), prefill {r['prefill_tok_s']:.0f} tok/s "
           f"(encode {r['image_encode_ms']:.1f} ms, {r['prompt_tokens']} tokens), pair/one {r['pair_cost']:.2f}x, "
+          f"first edit {r['first_edit_ms']:.1f} ms (later {r['edit_ms']:.1f}), "
           f"device memory {r['device_memory_gb']:.1f} GB, host peak RSS {max(r['peak_rss_gb'], r['pair_peak_rss_gb']):.2f} GB, "
           f"load {r['load_s']:.1f} s ({card})")
 EOF

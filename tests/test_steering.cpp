@@ -150,6 +150,15 @@ private slots:
         QVERIFY(tmp_.isValid());
     }
 
+    // warmUpEdits (run after every load, for the GPU's sake) edits scratch tensors with every
+    // operator: it must run for each family (GQA, M-RoPE positions) and leave the snapshot alone.
+    void warmUpEditsTouchesNothing() {
+        const at::Tensor keys = session_->snapshot().keys(1).clone(), values = session_->snapshot().values(1).clone();
+        warmUpEdits(*model_);
+        QVERIFY(at::equal(session_->snapshot().keys(1), keys));
+        QVERIFY(at::equal(session_->snapshot().values(1), values));
+    }
+
     void zeroPlanIsBitIdentical() {
         GenerationOptions gen;
         gen.maxNewTokens = 10;

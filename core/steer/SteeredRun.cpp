@@ -1,5 +1,6 @@
 #include "steer/SteeredRun.h"
 
+#include "Runtime.h"
 #include "models/Model.h"
 
 #include <ATen/ops/any.h>
@@ -54,6 +55,7 @@ void editSteeredRow(const Session& session, const SteeringPlan& plan, KVCache& b
     KVCache steered = batch.rowView(row);
     const auto t0 = std::chrono::steady_clock::now();
     if (!start.notices.noVectors) start.steered.attentionBias = applyPlanTo(session, plan, steered);
+    waitForDevice(session.model().format().device);   // a GPU's time is the edit's, not its launches'
     start.steered.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     start.steered.cache = std::move(steered);
 }

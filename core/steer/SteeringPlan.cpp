@@ -1,12 +1,15 @@
 #include "steer/SteeringPlan.h"
 
 #include "Error.h"
+#include "Runtime.h"
 #include "models/Model.h"
 #include "generate/Session.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/nonzero.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/randn.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
@@ -87,6 +90,33 @@ void editLayer(const at::Tensor& cached, const VisualSpan& span, const std::vect
 
 } // namespace
 
+void warmUpEdits(const Model& model) {
+    const c10::Device device = model.format().device;
+    c10::NoGradGuard noGrad;
+    const TextConfig& t = model.config().text;
+    // One layer's cache row, [H_kv, S, D], with a span of 4 positions at 2.., 2 of them painted.
+    at::Tensor cached = at::randn({t.numKvHeads, 8, t.headDim}, at::TensorOptions().dtype(model.format().compute).device(device));
+    VisualSpan span;
+    span.start = 2;
+    span.length = 4;
+    const at::Tensor index = at::arange(2, at::kLong), factor = at::ones({2});
+    const at::Tensor positions = at::arange(span.start, span.start + span.length, at::kLong).unsqueeze(0);
+    const at::Tensor entry = at::randn({t.numKvHeads, t.headDim});
+    std::vector<int64_t> allHeads;
+    for (int64_t h = 0; h < t.numKvHeads; ++h) allHeads.push_back(h);
+    SteeringPlan plan;
+    for (const auto& [op, name] : kSteeringOperators) {
+        plan.op = op;
+        for (AblateTarget target : {AblateTarget::Mean, AblateTarget::Zero}) {
+            plan.ablateTarget = target;
+            for (bool isKey : {true, false})
+                for (const std::vector<int64_t>& heads : {allHeads, std::vector<int64_t>{0}})   // both index paths
+                    editLayer(cached, span, heads, index, factor, plan, entry, model.decoder(), positions, isKey);
+        }
+    }
+    waitForDevice(device);
+}
+
 void checkPlanFits(const Session& session, const SteeringPlan& plan) {
     const ModelConfig& c = session.model().config();
     const VisualSpan& span = session.snapshot().visualSpan;
@@ -150,6 +180,7 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan) {
     SteeredCache out;
     out.cache = session.snapshot().clone();
     out.attentionBias = applyPlanTo(session, plan, out.cache);
+    waitForDevice(session.model().format().device);
     out.editMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return out;
 }

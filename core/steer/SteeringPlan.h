@@ -76,4 +76,10 @@ SteeredCache applyPlan(const Session& session, const SteeringPlan& plan);
 // its batch this way, with no copy of its own.
 std::vector<at::Tensor> applyPlanTo(const Session& session, const SteeringPlan& plan, KVCache& cache);
 
+// Runs every operator's edit once on a small tensor of the cache's dtype and device, so that on a
+// GPU the kernels an edit uses are loaded with the model and the first steered answer pays
+// nothing extra (CUDA loads a kernel on its first use: issue 30 saw a first edit take 70 ms on an
+// H200). On CPU it costs microseconds. The CLI, the studio's worker and bench call it after loading.
+void warmUpEdits(const Model& model);
+
 } // namespace kvsteer

@@ -148,6 +148,7 @@ void Worker::loadModel(const QString& directory, const LoadSettings& settings) {
         std::shared_ptr<Model> model;
         try {
             model = kvsteer::loadModel(ss(directory), o);
+            kvsteer::warmUpEdits(*model);   // on a GPU: the first steered answer pays no kernel loading
         } catch (const LoadCancelled&) {
             Q_EMIT modelLoadCancelled(directory);
             Q_EMIT idle();
