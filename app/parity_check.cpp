@@ -76,16 +76,16 @@ struct Checks {
     }
 };
 
-void checkCase(const Model& model, const std::shared_ptr<Model>& shared, const Family& f, const nlohmann::json& c,
-               const std::string& reference, double k, Checks& checks) {
+void checkCase(const std::shared_ptr<Model>& model, const Family& f, const nlohmann::json& c, const std::string& reference, double k,
+               Checks& checks) {
     const std::string name = std::string(f.model) + " " + c["name"].get<std::string>();
     const SafeTensorsFile expected(reference + "/" + f.expected + "/" + c["name"].get<std::string>() + ".safetensors");
     ImageU8 image;
     if (!c["image"].is_null()) image = loadImage(reference + "/images/" + c["image"].get<std::string>());
-    const Prompt prompt = buildPrompt(model, c[f.textField].get<std::string>(), f.raw, c["image"].is_null() ? nullptr : &image);
+    const Prompt prompt = buildPrompt(*model, c[f.textField].get<std::string>(), f.raw, c["image"].is_null() ? nullptr : &image);
     checks.line(name + ": ids", prompt.ids == idsOf(expected.tensor("input_ids")), std::to_string(prompt.ids.size()) + " tokens");
 
-    Session session(shared);
+    Session session(model);
     session.prefill(prompt, 20);
     const KVCache& kv = session.snapshot();
     double worst = 0;
@@ -105,7 +105,7 @@ void checkCase(const Model& model, const std::shared_ptr<Model>& shared, const F
     checks.line(name + ": logits", logits <= k * 1e-3, detail);
 
     const std::vector<int64_t> want = c["greedy_ids"].get<std::vector<int64_t>>();
-    const bool cuda = model.format().device.is_cuda();
+    const bool cuda = model->format().device.is_cuda();
     checks.line(name + (cuda ? ": 20 greedy (graph)" : ": 20 greedy"), greedy(session, true) == want, "");
     if (cuda) checks.line(name + ": 20 greedy (eager)", greedy(session, false) == want, "");
 }
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
             o.device = device;
             o.dtype = "f32";
             auto model = loadModel(reference + "/" + f.model, o);
-            for (const auto& c : summary["cases"]) checkCase(*model, model, f, c, reference, k, checks);
+            for (const auto& c : summary["cases"]) checkCase(model, f, c, reference, k, checks);
         }
         const GenerationPair onDevice = demoSteer(device), onCpu = device == "cpu" ? onDevice : demoSteer("cpu");
         checks.line("demo steer: unsteered = CPU's", onDevice.unsteered.ids == onCpu.unsteered.ids, "\"" + onDevice.unsteered.text + "\"");

@@ -45,9 +45,9 @@ int64_t parseBudget(const std::string& text) {
     return static_cast<int64_t>(value * scale);
 }
 
-// Free memory on a CUDA device, through the CUDA runtime if the process has it loaded (libtorch's
-// CUDA build does); a CPU-only build then simply has no budget to check against.
-// Free and total bytes of a CUDA device; false when the runtime is not there to ask.
+// Free and total bytes of a CUDA device, through the CUDA runtime if the process has it loaded
+// (libtorch's CUDA build does); false when it is not there to ask (a CPU-only build then simply
+// has no budget to check against).
 bool cudaMemoryInfo(int index, int64_t* freeBytes, int64_t* totalBytes) {
     using SetDeviceFn = int (*)(int);
     using MemGetInfoFn = int (*)(size_t*, size_t*);

@@ -22,14 +22,6 @@
 
 namespace kvsteer {
 
-bool cudaGraphsBuiltIn() {
-#ifdef KVSTEER_CUDA_GRAPHS
-    return true;
-#else
-    return false;
-#endif
-}
-
 #ifdef KVSTEER_CUDA_GRAPHS
 
 namespace {

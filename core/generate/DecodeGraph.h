@@ -48,7 +48,4 @@ private:
     std::unique_ptr<Captured> captured_;
 };
 
-// Whether this build can capture CUDA graphs (built against a libtorch with CUDA).
-bool cudaGraphsBuiltIn();
-
 } // namespace kvsteer
