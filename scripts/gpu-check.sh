@@ -25,7 +25,7 @@ while (($#)); do
         --model) model=$(realpath "$2"); shift 2 ;;
         --build) build=$(realpath -m "$2"); shift 2 ;;
         --no-hf) hf=0; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
