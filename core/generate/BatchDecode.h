@@ -6,7 +6,7 @@
 // Each row starts from its own copy of a prompt's cache (the rows are stacked into one KVCache,
 // [B, H_kv, T, D]) and is fed its seed token first (the last prompt token). Per step the loop
 //   1. feeds every active row its next token in one forward pass ([B, 1] ids, one row's spotlight
-//      bias each),
+//      bias each; on CUDA the pass is replayed as one CUDA graph, generate/DecodeGraph.h),
 //   2. lets each row's TokenStream pick the next id (its own sampler, detokenizer and EOS),
 //   3. retires rows that ended (EOS, or the row's own token budget) and, once half of the batch
 //      (at least one row) has ended, drops them from the batch, so a short answer does not keep
