@@ -28,7 +28,6 @@
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 
-#include <cmath>
 
 #include <QtTest>
 
@@ -205,7 +204,7 @@ class TestBatchDecode : public QObject {
             const int64_t index = graph.size();
             const auto [cos, sin] = model->decoder().ropeTables(graph.positions(index, 1));
             GraphStep g{at::full({1}, index, at::kLong), cos, sin, {}};
-            g.mask = at::zeros({1, graph.capacity()}).masked_fill_(keyIndex.gt(g.cacheIndex), -INFINITY);
+            g.mask = graphStepMask(keyIndex, g.cacheIndex, at::kFloat);
             ForwardPass gp;
             gp.attentionBias = pass.attentionBias;
             gp.graphStep = &g;

@@ -7,12 +7,10 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/tensor.h>
-#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #ifdef KVSTEER_CUDA_GRAPHS
 #include <ATen/cuda/CUDAGraph.h>
@@ -69,9 +67,7 @@ namespace {
 // captured inputs.
 at::Tensor runStep(const Session& session, KVCache& batch, const ForwardPass& pass, const at::Tensor& ids, GraphStep& step,
                    const at::Tensor& keyIndex) {
-    const c10::ScalarType compute = session.model().format().compute;
-    step.mask = at::zeros({1, keyIndex.size(0)}, keyIndex.options().dtype(compute))
-                    .masked_fill_(keyIndex.gt(step.cacheIndex), -std::numeric_limits<double>::infinity());
+    step.mask = graphStepMask(keyIndex, step.cacheIndex, session.model().format().compute);
     ForwardPass p;
     p.attentionBias = pass.attentionBias;
     p.graphStep = &step;

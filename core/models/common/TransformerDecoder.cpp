@@ -22,6 +22,7 @@
 #include <ATen/ops/pow.h>
 #include <ATen/ops/reciprocal.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/softmax.h>
@@ -108,6 +109,11 @@ TransformerDecoder::TransformerDecoder(const TextConfig& c, const Checkpoint& ck
     // Gemma's normalizer is a tensor of the hidden states' dtype: sqrt(hidden) rounded to it.
     if (c.scaleEmbeddings)
         embedScale_ = at::scalar_tensor(std::sqrt(double(d)), at::TensorOptions().dtype(format.compute)).item<double>();
+}
+
+at::Tensor graphStepMask(const at::Tensor& keyIndex, const at::Tensor& cacheIndex, c10::ScalarType dtype) {
+    return at::zeros({1, keyIndex.size(0)}, keyIndex.options().dtype(dtype))
+        .masked_fill_(keyIndex.gt(cacheIndex), -std::numeric_limits<double>::infinity());
 }
 
 at::Tensor TransformerDecoder::embed(const at::Tensor& ids) const {

@@ -32,6 +32,10 @@ struct GraphStep {
     at::Tensor mask;         // [1, capacity], compute dtype: 0 up to cacheIndex, -inf after it
 };
 
+// GraphStep::mask from the device tensors it depends on (keyIndex = 0, 1, ... capacity - 1), so a
+// captured graph recomputes it on every replay.
+at::Tensor graphStepMask(const at::Tensor& keyIndex, const at::Tensor& cacheIndex, c10::ScalarType dtype);
+
 // What one forward pass takes besides the embeddings and gives back besides the hidden states:
 // an attention-logit bias in (spotlight steering), the last token's attention weights out (the
 // heatmaps), and a stop check (a long prefill can be cancelled between layers).
