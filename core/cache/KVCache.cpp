@@ -159,4 +159,15 @@ KVCache KVCache::rowView(int64_t b) {
     return c;
 }
 
+KVCache KVCache::rowView(int64_t b, const KVCache& source) {
+    if (source.size() != size() || source.numLayers() != numLayers())
+        throw Error("KVCache::rowView: the row's source cache holds another number of tokens or layers");
+    KVCache c = rowView(b);
+    c.tokens_ = source.tokens_;
+    c.visualSpan = source.visualSpan;
+    c.positionOffset = source.positionOffset;
+    c.promptPositions = source.promptPositions;
+    return c;
+}
+
 } // namespace kvsteer

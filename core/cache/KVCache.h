@@ -68,8 +68,13 @@ public:
     // of their own room as that needs; bigger buffers only when some row has less.
     static KVCache stackRows(const std::vector<const KVCache*>& rows, int64_t capacity = 0);
     // Batch row b as a single-row cache that shares the batch's memory: edits and appends through
-    // it (within the capacity) are the batch's. Its own bookkeeping (fill, tokens) is separate.
+    // it (within the capacity) are the batch's. Its own bookkeeping (fill, tokens) is separate,
+    // copied from the batch's, which is its first row's (stackRows keeps one set).
     KVCache rowView(int64_t b);
+    // The same view with row b's own bookkeeping (tokens, span, positions) taken from `source`, the
+    // cache that row was stacked from. A batch of different prompts of one length needs this: a
+    // propagate edit re-feeds the row's own tokens, not its first row's.
+    KVCache rowView(int64_t b, const KVCache& source);
     // Keeps only the given batch rows, in that order (the decode loop drops rows that have
     // finished): a run of consecutive rows stays a view of the same buffers, others are copied.
     void keepRows(const std::vector<int64_t>& rows);

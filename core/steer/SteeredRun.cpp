@@ -52,7 +52,7 @@ SteeredRunStart beginSteeredRun(Session& session, const Prompt& prompt, const St
 }
 
 void editSteeredRow(const Session& session, const SteeringPlan& plan, KVCache& batch, int64_t row, SteeredRunStart& start) {
-    KVCache steered = batch.rowView(row);
+    KVCache steered = batch.rowView(row, session.snapshot());   // its own tokens: propagate re-feeds them
     const auto t0 = std::chrono::steady_clock::now();
     if (!start.notices.noVectors) start.steered.attentionBias = applyPlanTo(session, plan, steered);
     waitForDevice(session.model().format().device);   // a GPU's time is the edit's, not its launches'
