@@ -5,7 +5,9 @@
 // cells) and tiny-qwen2 (the token strip), with and without prefix reuse; and through the CLI on
 // the demo model: a run killed with SIGKILL and continued ends with one clean run's files, three
 // shards merged give the unsharded summary, and a folder of another run is refused by name. A
-// studio session's fields, read as a steering spec.
+// studio session's fields, read as a steering spec. One writer per folder, with real processes:
+// a second eval into a folder being written is refused naming the first's pid, a stale lock file
+// is taken over, and an id on two lines (or in two shards) is refused with the lines named.
 #include "TestSupport.h"
 #include "Error.h"
 #include "eval/BoxCells.h"
@@ -15,6 +17,7 @@
 #include "eval/PairedStatistics.h"
 #include "eval/Scoring.h"
 #include "io/Base64.h"
+#include "io/FolderLock.h"
 #include "io/Image.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
@@ -26,8 +29,11 @@
 #include <ATen/ops/sum.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <unistd.h>
 
 #include <QProcess>
 #include <QTemporaryDir>
@@ -62,6 +68,30 @@ std::map<std::string, json> itemsById(const std::string& dir) {
     return out;
 }
 
+std::vector<std::string> fileLines(const std::string& file) {
+    std::vector<std::string> lines;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The id of every line of items.jsonl, in file order.
+std::vector<std::string> lineIds(const std::string& dir) {
+    std::vector<std::string> ids;
+    for (const std::string& line : fileLines(dir + "/items.jsonl")) ids.push_back(json::parse(line).at("id").get<std::string>());
+    return ids;
+}
+
+// The pid the folder's lock file names, or -1 (no file yet, or not yet written whole).
+long long lockHolderPid(const std::string& dir) {
+    std::ifstream in(dir + "/" + FolderLock::fileName());
+    try {
+        return json::parse(in).at("pid").get<long long>();
+    } catch (const json::exception&) {
+        return -1;
+    }
+}
+
 json summaryWithoutTimings(const std::string& dir) {
     std::ifstream in(dir + "/summary.json");
     json j = json::parse(in);
@@ -76,6 +106,19 @@ class TestEval : public QObject {
     QTemporaryDir tmp_;
 
     std::string path(const std::string& name) const { return tmp_.filePath(QString::fromStdString(name)).toStdString(); }
+
+    // A small demo-pope set (8 scenes, about 45 questions), made once, and an eval of it into `out`.
+    std::vector<std::string> smallEval(const std::string& out) {
+        const std::string data = path("small-dp");
+        if (!std::filesystem::exists(data + "/pope.jsonl")) runCli({"demo-pope", "--out", data, "--images", "8"});
+        return {"eval", "--data", data + "/pope.jsonl", "--vectors", KVSTEER_DEMO_VECTORS, "--max-new-tokens", "4", "--out", out};
+    }
+
+    static QStringList qargs(const std::vector<std::string>& args) {
+        QStringList list;
+        for (const std::string& a : args) list << QString::fromStdString(a);
+        return list;
+    }
 
     // Every item of `data` evaluated by runEval equals runSteered on the same plan (steer's path).
     void itemsEqualSteer(const std::string& modelDir, const std::string& data, const PlanOptions& plan, bool prefixReuse, int batchRows) {
@@ -349,6 +392,106 @@ private slots:
         const ProcessResult other = runCli(with({"--out", clean, "--cv", "8"}));
         QCOMPARE(other.exitCode, 1);
         QVERIFY2(other.err.find("steering spec hash") != std::string::npos, other.err.c_str());
+    }
+
+    // Two real processes on one folder: the first is paused (SIGSTOP) as soon as its lock file
+    // names it, so the second meets a held lock however fast the machine is; then it finishes.
+    void secondWriterIsRefusedByName() {
+        const std::string out = path("locked");
+        QProcess first;
+        first.start(QString::fromStdString(cliPath()), qargs(smallEval(out)));
+        QVERIFY(first.waitForStarted());
+        const long long pid = first.processId();
+        for (int waited = 0; lockHolderPid(out) != pid && waited < 60000 && first.state() == QProcess::Running; waited += 2) ::usleep(2000);
+        QVERIFY2(lockHolderPid(out) == pid, "the first run never held the folder's lock");
+        QCOMPARE(::kill(pid_t(pid), SIGSTOP), 0);
+        const ProcessResult second = runCli(smallEval(out));
+        QCOMPARE(::kill(pid_t(pid), SIGCONT), 0);
+        QVERIFY2(second.exitCode == 1, ("the second run was not refused (did the first end before it was paused?): " + second.err).c_str());
+        const std::string named = out + " is being written by pid " + std::to_string(pid) + " on host ";
+        QVERIFY2(second.err.find(named) != std::string::npos, second.err.c_str());
+        QVERIFY2(second.err.find("wait for it or stop it") != std::string::npos, second.err.c_str());
+
+        QVERIFY(first.waitForFinished(300000));
+        QVERIFY2(first.exitStatus() == QProcess::NormalExit && first.exitCode() == 0, first.readAllStandardError().constData());
+        const std::vector<std::string> ids = lineIds(out);
+        QCOMPARE(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size());   // one line per id
+        const std::string clean = path("unlocked");
+        const ProcessResult reference = runCli(smallEval(clean));
+        QVERIFY2(reference.exitCode == 0, reference.err.c_str());
+        QCOMPARE(ids.size(), lineIds(clean).size());
+        QVERIFY(itemsById(out) == itemsById(clean));
+        QVERIFY(summaryWithoutTimings(out) == summaryWithoutTimings(clean));
+    }
+
+    // A lock file a killed run left (another pid, no flock held) is taken over: the run succeeds
+    // and the file then names it alone. In one process, a second lock of a held folder is refused.
+    void staleLockIsTakenOver() {
+        const std::string out = path("stale");
+        std::filesystem::create_directories(out);
+        const std::string lockFile = out + "/" + FolderLock::fileName();
+        writeText(lockFile, json{{"pid", 999999}, {"host", "gone"}, {"since", "2026-01-01T00:00:00Z"},
+                                 {"command", "kvsteer eval " + std::string(300, 'x')}}.dump() + "\n");   // longer than the new line
+        QProcess run;
+        run.start(QString::fromStdString(cliPath()), qargs(smallEval(out)));
+        QVERIFY(run.waitForStarted());
+        const long long pid = run.processId();
+        QVERIFY(run.waitForFinished(300000));
+        QVERIFY2(run.exitStatus() == QProcess::NormalExit && run.exitCode() == 0, run.readAllStandardError().constData());
+        QCOMPARE(lockHolderPid(out), pid);   // the whole file is its line: nothing of the stale one is left
+        QVERIFY(std::filesystem::exists(out + "/summary.json"));
+
+        {
+            const FolderLock mine(out, "test_eval");
+            const std::string refused = errorOf([&] { FolderLock again(out); });
+            QVERIFY2(refused.find("is being written by pid " + std::to_string(::getpid())) != std::string::npos, refused.c_str());
+            QVERIFY2(refused.find("(test_eval); wait for it or stop it") != std::string::npos, refused.c_str());
+        }
+        QVERIFY(std::filesystem::exists(lockFile));   // kept after release
+        const FolderLock again(out);                  // and free again
+    }
+
+    // An id on two lines of items.jsonl (two runs at once) is refused, naming the file, the id and
+    // both lines; the same id in two shard folders is refused by eval-merge the same way.
+    void duplicateIdsAreRefused() {
+        const std::string out = path("dup");
+        const ProcessResult run = runCli(smallEval(out));
+        QVERIFY2(run.exitCode == 0, run.err.c_str());
+        const std::string items = out + "/items.jsonl";
+        const std::vector<std::string> lines = fileLines(items);
+        std::ofstream(items, std::ios::app) << lines[1] << "\n";
+        const std::string id = json::parse(lines[1]).at("id").get<std::string>();
+        const ProcessResult again = runCli(smallEval(out));
+        QCOMPARE(again.exitCode, 1);
+        const std::string named = items + ": id \"" + id + "\" is on line 2 and on line " + std::to_string(lines.size() + 1) + "; keep one line per id";
+        QVERIFY2(again.err.find(named) != std::string::npos, again.err.c_str());
+        QVERIFY2(again.err.find("delete the folder and rerun, or remove the later duplicate lines") != std::string::npos, again.err.c_str());
+        QCOMPARE(lineIds(out).size(), lines.size() + 1);   // refused without touching the file
+
+        std::vector<std::string> shards;
+        for (int k = 0; k < 2; ++k) {
+            shards.push_back(path("dup-shard" + std::to_string(k)));
+            std::vector<std::string> args = smallEval(shards.back());
+            args.insert(args.end(), {"--shard", std::to_string(k) + "/2"});
+            const ProcessResult r = runCli(args);
+            QVERIFY2(r.exitCode == 0, r.err.c_str());
+        }
+        const std::string first = fileLines(shards[0] + "/items.jsonl").at(0);
+        const size_t shard1Lines = lineIds(shards[1]).size();
+        std::ofstream(shards[1] + "/items.jsonl", std::ios::app) << first << "\n";
+        const std::string merged = path("dup-merged");
+        const ProcessResult m = runCli({"eval-merge", "--out", merged, shards[0], shards[1]});
+        QCOMPARE(m.exitCode, 1);
+        const std::string firstId = json::parse(first).at("id").get<std::string>();
+        const std::string both = "item \"" + firstId + "\" is in " + shards[0] + "/items.jsonl line 1 and in " + shards[1] + "/items.jsonl line " +
+                                 std::to_string(shard1Lines + 1) + "; an id belongs to one shard only (this one to shard 0/2)";
+        QVERIFY2(m.err.find(both) != std::string::npos, m.err.c_str());
+        QVERIFY(!std::filesystem::exists(merged));   // refused before anything is written
+
+        // summarize itself never counts an id twice.
+        const json item = {{"id", "a"}, {"index", 0}};
+        const std::string twice = errorOf([&] { summarize(RunIdentity(), std::vector<json>{item, item}, RunTimings()); });
+        QVERIFY2(twice.find("item \"a\" is there twice") != std::string::npos, twice.c_str());
     }
 };
 

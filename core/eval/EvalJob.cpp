@@ -1,5 +1,6 @@
 #include "eval/EvalJob.h"
 
+#include "io/FolderLock.h"
 #include "models/Model.h"
 
 #include <set>
@@ -23,6 +24,9 @@ RunIdentity runIdentity(const EvalDataset& dataset, const Model& model, const st
 
 EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJob& job, const EvalSteering& steering,
                          const EvalOptions& options, const EvalJobCallbacks& callbacks) {
+    // Held to the end, summary included: a second writer (another `kvsteer eval`, the studio's
+    // Evaluate) would append the same items again and summarize a half-written file.
+    const FolderLock lock(job.outDir);
     openRunDirectory(job.outDir, job.identity);
     // Continue where a stopped or killed run left off: its items (and skipped items) are done.
     const std::vector<nlohmann::json> before = readDoneItems(job.outDir), skippedBefore = readSkipped(job.outDir);

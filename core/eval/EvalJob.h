@@ -3,7 +3,8 @@
 // dock both do around runEval: the folder is opened (or checked, to continue the run it holds),
 // the items already there are skipped, each new item is appended as its batch ends, and once every
 // item is done the summary files are written. SIGINT or a Stop ends it after the current batch,
-// with the folder ready to continue.
+// with the folder ready to continue. The folder is locked for the whole job (io/FolderLock.h): a
+// second writer is refused, naming this one.
 #include "eval/EvalReport.h"
 #include "eval/EvalRun.h"
 

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "eval/PairedStatistics.h"
+#include "io/FolderLock.h"
 #include "io/TextFile.h"
 
 #include <algorithm>
@@ -79,6 +80,27 @@ ScoredAnswer scoredFrom(const json& item, const char* condition) {
     s.saidYes = item.at(condition).value("said_yes", false);
     s.labelYes = item.value("label_yes", false);
     return s;
+}
+
+// An item line's id; `line` names it in the error when it has none.
+std::string itemId(const json& item, const std::string& path, size_t line) {
+    const auto id = item.find("id");   // end() for a line that is not an object
+    if (id == item.end() || !id->is_string()) throw Error(path + ": line " + std::to_string(line) + " has no string \"id\"");
+    return id->get<std::string>();
+}
+
+// Item k is line k + 1. An id twice means two runs wrote the folder at once (or lines were
+// copied in): counting both would weigh the item double, so the folder is refused instead.
+void checkOneLinePerId(const std::string& path, const std::vector<json>& items) {
+    std::map<std::string, size_t> lineOf;
+    for (size_t i = 0; i < items.size(); ++i) {
+        const std::string id = itemId(items[i], path, i + 1);
+        const auto [it, fresh] = lineOf.emplace(id, i + 1);
+        if (!fresh)
+            throw Error(path + ": id \"" + id + "\" is on line " + std::to_string(it->second) + " and on line " + std::to_string(i + 1) +
+                        "; keep one line per id: the folder was written by two runs at once; delete the folder and rerun, or remove the "
+                        "later duplicate lines");
+    }
 }
 
 std::vector<json> readLines(const std::string& path) {
@@ -181,7 +203,7 @@ RunIdentity readRunIdentity(const std::string& dir) {
     return identityFrom(j, file);
 }
 
-std::vector<json> readDoneItems(const std::string& dir) {
+std::vector<json> readDoneItems(const std::string& dir, bool repairTornLine) {
     const std::string path = (fs::path(dir) / "items.jsonl").string();
     if (!fs::exists(path)) return {};
     const std::string text = readTextFile(path);
@@ -204,7 +226,8 @@ std::vector<json> readDoneItems(const std::string& dir) {
         }
         at = kept = end + 1;
     }
-    if (kept < text.size()) fs::resize_file(path, kept);   // a killed run's torn last line
+    checkOneLinePerId(path, done);
+    if (repairTornLine && kept < text.size()) fs::resize_file(path, kept);   // a killed run's torn last line
     return done;
 }
 
@@ -252,6 +275,10 @@ ordered_json itemJson(const EvalItemResult& r, EvalMetric metric) {
 }
 
 ordered_json summarize(const RunIdentity& identity, std::vector<json> items, const RunTimings& timings, const std::vector<json>& skipped) {
+    std::set<std::string> ids;   // the callers check with line numbers; this is the last guard
+    for (const json& item : items)
+        if (!ids.insert(item.at("id").get<std::string>()).second)
+            throw Error("summary: item \"" + item.at("id").get<std::string>() + "\" is there twice; each item is counted once");
     std::sort(items.begin(), items.end(), [](const json& a, const json& b) { return a.at("index").get<int64_t>() < b.at("index").get<int64_t>(); });
     const EvalMetric metric = parseEvalMetric(identity.metric);
     std::vector<ScoredAnswer> u, s;
@@ -329,18 +356,23 @@ ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::s
     for (int k = 0; k < first.shardCount; ++k)
         if (!byShard.count(k)) problems.push_back("shard " + std::to_string(k) + "/" + std::to_string(first.shardCount) + " is missing");
     std::vector<json> items, skipped;
-    std::map<std::string, std::string> seen;   // id -> folder
+    std::map<std::string, std::string> seen;   // id -> "its file, line N"
     RunTimings timings;
     for (size_t i = 0; i < shardDirs.size(); ++i) {
-        const std::vector<json> done = readDoneItems(shardDirs[i]);
+        // Read only: a shard folder is another run's, which may still be writing it.
+        const std::vector<json> done = readDoneItems(shardDirs[i], false);
         if (int64_t(done.size()) < ids[i].shardItems)
             problems.push_back(shardDirs[i] + " is not complete (" + std::to_string(done.size()) + " of " + std::to_string(ids[i].shardItems) +
                                " items)");
-        for (const json& item : done) {
-            const std::string id = item.at("id").get<std::string>();
-            if (seen.count(id)) problems.push_back("item " + id + " is in both " + seen[id] + " and " + shardDirs[i]);
-            seen[id] = shardDirs[i];
-            items.push_back(item);
+        for (size_t k = 0; k < done.size(); ++k) {
+            const std::string id = done[k].at("id").get<std::string>();
+            const std::string where = (fs::path(shardDirs[i]) / "items.jsonl").string() + " line " + std::to_string(k + 1);
+            const auto [it, fresh] = seen.emplace(id, where);
+            if (!fresh)
+                problems.push_back("item \"" + id + "\" is in " + it->second + " and in " + where + "; an id belongs to one shard only (this one to shard " +
+                                   std::to_string(stableHash(id) % uint64_t(first.shardCount)) + "/" + std::to_string(first.shardCount) +
+                                   "): remove it from the other folder, or rerun that shard into a new folder");
+            items.push_back(done[k]);
         }
         for (const json& s : readSkipped(shardDirs[i])) skipped.push_back(s);
         const std::string summaryPath = (fs::path(shardDirs[i]) / "summary.json").string();
@@ -358,8 +390,7 @@ ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::s
     merged.shardIndex = 0;
     merged.shardCount = 1;
     merged.shardItems = int64_t(items.size());
-    std::error_code ec;
-    fs::create_directories(out, ec);
+    const FolderLock lock(out);   // one writer: not two merges, nor a run, into one folder
     writeTextAtomically((fs::path(out) / "run.json").string(), identityJson(merged).dump(2) + "\n");
     std::string lines;
     for (const json& item : items) lines += item.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

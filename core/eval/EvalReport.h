@@ -7,8 +7,10 @@
 //                  correct (and said_yes for pope); the outcome class, timings.
 //   skipped.jsonl  the bad lines and items a --skip-bad run recorded
 //   summary.json, summary.csv, metrics.svg   written at the end, each atomically
+//   .kvsteer.lock  the FolderLock of the run (or merge) writing the folder, and who that is
 // The summary is computed from items.jsonl in dataset order, so a resumed run, a run stopped and
-// continued, and merged shards all give the summary one clean run gives (timings aside).
+// continued, and merged shards all give the summary one clean run gives (timings aside). One
+// writer at a time (io/FolderLock.h); an id on two lines of items.jsonl is refused.
 #include "eval/EvalRun.h"
 
 #include <nlohmann/json.hpp>
@@ -38,9 +40,11 @@ bool inShard(const EvalItem& item, int shardIndex, int shardCount);
 void openRunDirectory(const std::string& dir, const RunIdentity& identity);
 RunIdentity readRunIdentity(const std::string& dir);
 
-// The items done in `dir` (in file order). A last line cut short by a killed run is removed from
-// the file, so the run continues cleanly after the last whole item.
-std::vector<nlohmann::json> readDoneItems(const std::string& dir);
+// The items done in `dir`, in file order (item k is line k + 1). A last line cut short by a killed
+// run is left out, and with `repairTornLine` removed from the file, so the run continues cleanly
+// after the last whole item (only the folder's writer may repair it). An id on two lines is an
+// Error naming both lines: each item is counted once.
+std::vector<nlohmann::json> readDoneItems(const std::string& dir, bool repairTornLine = true);
 
 // The bad lines and items recorded in `dir`'s skipped.jsonl ({"id", "line", "error"}).
 std::vector<nlohmann::json> readSkipped(const std::string& dir);
@@ -70,7 +74,7 @@ struct RunTimings {
 
 // The summary of `items` (any order; dataset order is restored): per condition the metric's
 // values, the differences with paired-bootstrap 95 % intervals, McNemar's exact p for accuracy,
-// the fraction of answers steering changed and the outcome classes.
+// the fraction of answers steering changed and the outcome classes. An id twice is an Error.
 nlohmann::ordered_json summarize(const RunIdentity& identity, std::vector<nlohmann::json> items, const RunTimings& timings,
                                  const std::vector<nlohmann::json>& skipped = {});
 
@@ -79,7 +83,8 @@ void writeSummaryFiles(const std::string& dir, const nlohmann::ordered_json& sum
 
 // Merges shard folders into `out`: their run.json must agree (dataset, model, spec, metric,
 // budget, shard count), every shard 0..N-1 must be there once and complete, and no item may be
-// in two. Writes out/run.json, the items in dataset order and the summary; returns the summary.
+// in two. Writes out/run.json, the items in dataset order and the summary, holding out's
+// FolderLock; returns the summary. The shard folders are only read.
 nlohmann::ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::string& out);
 
 } // namespace kvsteer
