@@ -1,9 +1,10 @@
 // The kernels' front door: which ISA runs (the CPU, KVSTEER_ISA, forceIsa), how the work is split
-// over ATen's thread pool, and the panel kernel on top of OpenBLAS's sgemm. The arithmetic itself
+// over ATen's thread pool, and the panel kernel's blocks. The arithmetic itself
 // is in the per-ISA files (KernelsPortable.cpp, KernelsAvx2.cpp, KernelsAvx512.cpp), reached
 // through the table in KernelTable.h. Compiled with no special flags, like the rest of the project.
 #include "kernels/Kernels.h"
 #include "kernels/KernelTable.h"
+#include "kernels/PanelLoops.h"
 
 #include <ATen/Parallel.h>
 
@@ -15,12 +16,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#include <dlfcn.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -279,38 +278,27 @@ uint64_t readWeights(const WeightView* parts, int count) {
 
 namespace {
 
-// The Fortran BLAS sgemm (column-major), found at run time: libtorch links libblas.so.3 (OpenBLAS
-// on Debian), but kvsteer does not link a BLAS itself, and another BLAS may lack the symbol.
-using SgemmFn = void (*)(const char* transA, const char* transB, const int* m, const int* n, const int* k,
-                         const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
-                         const float* beta, float* c, const int* ldc);
-
-SgemmFn findSgemm() {
-    static const SgemmFn fn = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
-    return fn;
-}
-
 // Panel rows for a matrix with `cols` columns: the widened panel (rows * cols floats) about 2 MB,
-// so it stays in L2/L3 while sgemm reads it for every row of x; a multiple of 16, at least 16.
+// so it stays in L2/L3 while every row of x passes it; a multiple of 16, at least 16.
 int64_t panelRows(int64_t cols) {
     constexpr int64_t kPanelBytes = 2 << 20;
     const int64_t rows = kPanelBytes / (cols * static_cast<int64_t>(sizeof(float)));
     return std::max(kRowQuantum, rows / kRowQuantum * kRowQuantum);
 }
 
-bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
+// x rows per call of the table's panel loops: bounds their scratch (1 MB with AVX-512) for a
+// prompt of any length.
+constexpr int64_t kPanelXBlock = 240;
 
-// Y[:, n0:n0+P] = X · Panelᵀ through column-major sgemm, which sees the same memory transposed:
-// Yᵀ [P, m] (ldc yStride) = Panel [P, K] (stored as K x P, lda) · Xᵀ [K, m] (ldb xStride).
-void sgemmPanel(SgemmFn sgemm, const float* panel, int64_t lda, int64_t p, const float* x, int64_t m,
-                int64_t xStride, int64_t k, float* y, int64_t yStride) {
-    const int P = static_cast<int>(p), M = static_cast<int>(m), K = static_cast<int>(k);
-    const int ldA = static_cast<int>(lda);
-    // A stride is meaningless for a single column, but BLAS still checks ldb >= K and ldc >= P.
-    const int ldB = static_cast<int>(m == 1 ? std::max(xStride, k) : xStride);
-    const int ldC = static_cast<int>(m == 1 ? std::max(yStride, p) : yStride);
-    const float one = 1.0f, zero = 0.0f;
-    sgemm("T", "N", &P, &M, &K, &one, panel, &ldA, x, &ldB, &zero, y, &ldC);
+// y[:, n0:n1] = x · W[n0:n1]ᵀ on one thread, W's rows float32 at w (stride rowStride).
+void panelRowsOnThread(const KernelTable& table, const float* x, int64_t m, int64_t xStride, const float* w, int64_t rowStride,
+                       int64_t rows, int64_t cols, float* y, int64_t yStride) {
+    thread_local std::vector<float> spill;
+    const int64_t block = std::min(m, kPanelXBlock);
+    if (spill.size() < static_cast<size_t>(detail::panelSpillFloats(block))) spill.resize(static_cast<size_t>(detail::panelSpillFloats(block)));
+    for (int64_t r = 0; r < m; r += kPanelXBlock)
+        table.panel(x + r * xStride, std::min(kPanelXBlock, m - r), xStride, w, rowStride, rows, cols, y + r * yStride, yStride,
+                    spill.data());
 }
 
 } // namespace
@@ -318,25 +306,16 @@ void sgemmPanel(SgemmFn sgemm, const float* panel, int64_t lda, int64_t p, const
 void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride) {
     if (handleEmpty(m, w, y, yStride)) return;
     const KernelTable& table = activeTable();
-    const SgemmFn sgemm = findSgemm();
     const int64_t threads = std::max(1, at::get_num_threads());
     // Panels no taller than an even share of the rows, so a short matrix still uses every thread.
+    // Each output is computed whole by one thread, so how the rows are shared changes no bit.
     const int64_t rowsPerPanel = std::min(panelRows(w.cols), roundUp(divUp(w.rows, threads), kRowQuantum));
-    const bool intSized = fitsInt(m) && fitsInt(w.rows) && fitsInt(w.cols) && fitsInt(xStride) &&
-                          fitsInt(yStride) && fitsInt(w.rowStride);
     const bool parallel = m * w.rows * w.cols >= kMinParallelMacs;
 
-    if (sgemm == nullptr || !intSized) {   // no usable sgemm: the skinny kernel, 8 x rows at a time
-        forEachRowBlock(w.rows, rowsPerPanel, parallel, [&](int64_t n0, int64_t n1) {
-            skinnyBlock(table, x, m, xStride, w, n0, n1, y, yStride);
-        });
-        return;
-    }
-
-    if (w.type == WeightType::F32) {   // already float32: sgemm reads the weight rows in place
+    if (w.type == WeightType::F32) {   // already float32: the loops read the weight rows in place
         const float* base = static_cast<const float*>(w.data);
         forEachRowBlock(w.rows, rowsPerPanel, parallel, [&](int64_t n0, int64_t n1) {
-            sgemmPanel(sgemm, base + n0 * w.rowStride, w.rowStride, n1 - n0, x, m, xStride, w.cols, y + n0, yStride);
+            panelRowsOnThread(table, x, m, xStride, base + n0 * w.rowStride, w.rowStride, n1 - n0, w.cols, y + n0, yStride);
         });
         return;
     }
@@ -344,13 +323,14 @@ void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w
     const int64_t elementBytes = 2;   // f16 / bf16
     const char* base = static_cast<const char*>(w.data);
     forEachRowBlock(w.rows, rowsPerPanel, parallel, [&](int64_t n0, int64_t n1) {
-        // Panel [n1 - n0, cols] float32, one buffer per pool thread, reused across calls.
+        // Panel [n1 - n0, cols] float32, one buffer per pool thread, reused across calls. Widening
+        // is exact, so the sums see the very floats the skinny kernel widens in registers.
         thread_local std::vector<float> panel;
         if (panel.size() < static_cast<size_t>(rowsPerPanel * w.cols))
             panel.resize(static_cast<size_t>(rowsPerPanel * w.cols));
         for (int64_t n = n0; n < n1; ++n)
             table.widenRow(base + n * w.rowStride * elementBytes, w.type, w.cols, panel.data() + (n - n0) * w.cols);
-        sgemmPanel(sgemm, panel.data(), w.cols, n1 - n0, x, m, xStride, w.cols, y + n0, yStride);
+        panelRowsOnThread(table, x, m, xStride, panel.data(), w.cols, n1 - n0, w.cols, y + n0, yStride);
     });
 }
 

@@ -7,16 +7,21 @@
 // weights stay as they are on disk (mmap views) and these kernels widen them to float32 on the fly;
 // f16/bf16 -> f32 is exact, so results equal the widened path up to summation order.
 //
-// Two shapes of work, two kernels:
+// Two shapes of work, two kernels, one summation order:
 //   - skinny: 1..8 rows of x (a decode step, the side-by-side pair, a short suffix). Memory-bound:
 //     each weight row is read once and multiplied into every x row while it is in registers.
 //   - panel: many rows (a prompt, the vision tower). Compute-bound: each thread widens a
-//     cache-sized panel of W to float32 and hands it to sgemm (OpenBLAS), so a prompt runs at
-//     float32 GEMM speed without a widened copy of the model.
+//     cache-sized panel of W to float32 and runs cache-blocked tiles over it (PanelLoops.h).
+// Both add the products of y[r, n] in the same order: vector lanes over k, the tail, the lanes
+// added. That order depends on W's cols and the ISA only, so a row of y has the same bits whatever
+// m is, whichever kernel ran, whatever else is in the batch, however many threads split the work
+// (each output is computed whole by one thread), and whatever BLAS the process has: no BLAS is
+// called. Batch-invariant and thread-count-invariant answers rest on this (docs/internals.md
+// "Determinism").
 // Both split W's rows over the threads of ATen's intra-op pool, the process's one pool (see
-// Runtime.h: OpenBLAS itself runs single-threaded inside it): the panel kernel in one even share
-// per thread, the skinny kernel in blocks of about 256 KB of weights that each thread takes as it
-// gets free, so a thread slowed by a neighbour does not hold the whole step at the barrier.
+// Runtime.h): the panel kernel in one even share per thread, the skinny kernel in blocks of about
+// 256 KB of weights that each thread takes as it gets free, so a thread slowed by a neighbour does
+// not hold the whole step at the barrier.
 //
 // Every SIMD path has a scalar reference beside it; the path is chosen at run time from what the
 // CPU has (AVX-512, AVX2+F16C+FMA, or portable C++), and can be forced for tests and comparisons.

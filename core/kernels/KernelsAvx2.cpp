@@ -5,6 +5,7 @@
 // No standard-library templates or external inline functions are used here: a copy of one
 // compiled with AVX2 could be the one the linker keeps for the whole program (see KernelTable.h).
 #include "kernels/KernelTable.h"
+#include "kernels/PanelLoops.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -65,20 +66,19 @@ void prefetchAhead(const T* p) {
     _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kWeightPrefetchBytes), _MM_HINT_T0);
 }
 
-// One tile: y[r, i] = dot(x row r, W row i) for r < M, i < R.
-//   x [M, cols] stride xStride; w: R rows of Row::T, stride rowStride; y [M, R] stride yStride.
-// Each W vector is loaded (and widened) once and multiplied into all M x rows.
-template <int R, int M, class Row>
-void tile(const float* x, int64_t xStride, const typename Row::T* w, int64_t rowStride, int64_t cols,
-          float* y, int64_t yStride) {
-    __m256 acc[R][M];
-    for (int i = 0; i < R; ++i)
-        for (int r = 0; r < M; ++r) acc[i][r] = _mm256_setzero_ps();
+// A tile's sums: acc[i][r] is x row r times W row i, lane j holding the products at k = j (mod 8).
+// The skinny tiles and the panel tiles (below) add the products in exactly this order, so that a
+// row of y has the same bits whichever kernel, batch or thread computed it (Kernels.h).
 
-    int64_t k = 0;
-    for (; k + kVec <= cols; k += kVec) {
+// The full 8-element steps k0 .. k1 (k1 - k0 a multiple of 8) into acc.
+//   x [M, cols] stride xStride; w: R rows of Row::T, stride rowStride.
+// Each W vector is loaded (and widened) once and multiplied into all M x rows.
+template <int R, int M, class Row, bool Prefetch>
+void tileSteps(const float* x, int64_t xStride, const typename Row::T* w, int64_t rowStride, int64_t k0, int64_t k1,
+               __m256 (&acc)[R][M]) {
+    for (int64_t k = k0; k < k1; k += kVec) {
         __m256 wv[R];
-        const bool newLine = (k * int64_t(sizeof(typename Row::T)) & 63) == 0;
+        const bool newLine = Prefetch && (k * int64_t(sizeof(typename Row::T)) & 63) == 0;
         for (int i = 0; i < R; ++i) {
             if (newLine) prefetchAhead(w + i * rowStride + k);
             wv[i] = Row::load(w + i * rowStride + k);
@@ -88,20 +88,68 @@ void tile(const float* x, int64_t xStride, const typename Row::T* w, int64_t row
             for (int i = 0; i < R; ++i) acc[i][r] = _mm256_fmadd_ps(wv[i], xv, acc[i][r]);
         }
     }
-
-    // Tail: the last cols % 8 elements of each W row, widened once, done in scalar.
-    const int tailLen = static_cast<int>(cols - k);
-    float tail[R][kVec];
-    for (int i = 0; i < R; ++i)
-        for (int j = 0; j < tailLen; ++j) tail[i][j] = Row::scalar(w + i * rowStride + k + j);
-
-    for (int i = 0; i < R; ++i)
-        for (int r = 0; r < M; ++r) {
-            float sum = horizontalSum(acc[i][r]);
-            for (int j = 0; j < tailLen; ++j) sum += x[r * xStride + k + j] * tail[i][j];
-            y[r * yStride + i] = sum;
-        }
 }
+
+// The tail from k (the last cols % 8 elements: one more step on zero-padded copies, so each
+// product lands in lane k mod 8 as in a full step), then each sum into y [M, R] stride yStride.
+// The lanes-then-tail order is what makes zero padding exact: a row padded with zero products
+// (attention over padded keys) sums to the same bits as the row alone.
+template <int R, int M, class Row>
+void tileFinish(const float* x, int64_t xStride, const typename Row::T* w, int64_t rowStride, int64_t k, int64_t cols,
+                __m256 (&acc)[R][M], float* y, int64_t yStride) {
+    const int tailLen = static_cast<int>(cols - k);
+    if (tailLen > 0) {
+        typename Row::T wTail[R][kVec] = {};
+        float xTail[kVec] = {};
+        __m256 wv[R];
+        for (int i = 0; i < R; ++i) {
+            for (int j = 0; j < tailLen; ++j) wTail[i][j] = w[i * rowStride + k + j];
+            wv[i] = Row::load(wTail[i]);
+        }
+        for (int r = 0; r < M; ++r) {
+            for (int j = 0; j < tailLen; ++j) xTail[j] = x[r * xStride + k + j];
+            const __m256 xv = _mm256_loadu_ps(xTail);
+            for (int i = 0; i < R; ++i) acc[i][r] = _mm256_fmadd_ps(wv[i], xv, acc[i][r]);
+        }
+    }
+    for (int i = 0; i < R; ++i)
+        for (int r = 0; r < M; ++r) y[r * yStride + i] = horizontalSum(acc[i][r]);
+}
+
+// One skinny tile: y[r, i] = dot(x row r, W row i) for r < M, i < R, the whole row in one go.
+template <int R, int M, class Row>
+void tile(const float* x, int64_t xStride, const typename Row::T* w, int64_t rowStride, int64_t cols,
+          float* y, int64_t yStride) {
+    __m256 acc[R][M];
+    for (int i = 0; i < R; ++i)
+        for (int r = 0; r < M; ++r) acc[i][r] = _mm256_setzero_ps();
+    const int64_t full = cols - cols % kVec;
+    tileSteps<R, M, Row, true>(x, xStride, w, rowStride, 0, full, acc);
+    tileFinish<R, M, Row>(x, xStride, w, rowStride, full, cols, acc, y, yStride);
+}
+
+// The panel kernel's tiles (PanelLoops.h): the same sums over float32 W rows, taken a block of k
+// at a time, the accumulators kept in `spill` between blocks (acc[i][r] at
+// spill[(r * spillStride + i) * 8]); storing and reloading a register changes no bit.
+struct PanelTiles {
+    static constexpr int kLanes = kVec;
+    static constexpr int tileRows(int m) { return kvsteer::kernels::detail::tileRows(m); }
+    template <int R, int M>
+    static void run(const float* x, int64_t xStride, const float* w, int64_t rowStride, int64_t k0, int64_t k1, int64_t cols,
+                    bool first, bool last, float* spill, int64_t spillStride, float* y, int64_t yStride) {
+        __m256 acc[R][M];
+        for (int i = 0; i < R; ++i)
+            for (int r = 0; r < M; ++r)
+                acc[i][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(spill + (r * spillStride + i) * kVec);
+        tileSteps<R, M, F32Row, false>(x, xStride, w, rowStride, k0, k1, acc);
+        if (last) {
+            tileFinish<R, M, F32Row>(x, xStride, w, rowStride, k1, cols, acc, y, yStride);
+            return;
+        }
+        for (int i = 0; i < R; ++i)
+            for (int r = 0; r < M; ++r) _mm256_storeu_ps(spill + (r * spillStride + i) * kVec, acc[i][r]);
+    }
+};
 
 // y[r, n] = dot(x row r, W row n) for r < M, n in [n0, n1): whole tiles, then the last rows one
 // at a time.
@@ -138,6 +186,11 @@ void skinnyAvx2(const float* x, int64_t m, int64_t xStride, const WeightView& w,
     case WeightType::F16: return skinnyRows<F16Row>(x, m, xStride, w, n0, n1, y, yStride);
     case WeightType::BF16: return skinnyRows<BF16Row>(x, m, xStride, w, n0, n1, y, yStride);
     }
+}
+
+void panelAvx2(const float* x, int64_t m, int64_t xStride, const float* w, int64_t rowStride, int64_t rows, int64_t cols,
+              float* y, int64_t yStride, float* spill) {
+    panelLoops<PanelTiles>(x, m, xStride, w, rowStride, rows, cols, y, yStride, spill);
 }
 
 // dst[i] = float(src[i]), i < n.
@@ -264,7 +317,7 @@ void weightedSumAvx2(const float* p, const float* v, int64_t vStride, int64_t n,
 } // namespace
 
 const KernelTable* avx2Table() {
-    static const KernelTable table{skinnyAvx2, widenRowAvx2, argmaxAvx2, softmaxAvx2, weightedSumAvx2, xorRowsLoop};
+    static const KernelTable table{skinnyAvx2, panelAvx2, widenRowAvx2, argmaxAvx2, softmaxAvx2, weightedSumAvx2, xorRowsLoop};
     return &table;
 }
 

@@ -1,0 +1,79 @@
+#pragma once
+// Internal to the kernels: the panel kernel's loops, shared by the SIMD files, each of which
+// instantiates them with its own tiles (`Tiles`, a struct in that file's anonymous namespace, so
+// every instantiation stays private to the file; see the note at the top of KernelTable.h).
+//
+// y = x · Wᵀ for many rows of x against float32 W rows (a widened panel, or float32 weights in
+// place), compute-bound, in the skinny kernel's summation order: every y[r, n] is one tile's
+// accumulator lanes over k in order, the tail, then the lanes added (the file's tileSteps and
+// tileFinish). What the loops add is cache blocking:
+//   - W rows in blocks of kPanelBlockRows, and k in blocks of kPanelDepth, so that the block of W
+//     a sweep reads (64 rows x 512 floats, 128 KB) stays in L2 while every row of x passes it;
+//   - x rows Tiles::kPanelXRows at a time, their k-block (12 KB) in L1 while the W rows pass.
+// Between k-blocks a tile's accumulators wait in `spill` (one vector per x row and W row), so the
+// sums go on exactly where they stopped: the blocking changes the speed, never the bits.
+#include "kernels/KernelTable.h"
+
+namespace kvsteer::kernels::detail {
+
+// k per block: a multiple of every ISA's vector width (16, 8).
+constexpr int64_t kPanelDepth = 512;
+// W rows per block.
+constexpr int64_t kPanelBlockRows = 64;
+// x rows per tile of the panel kernel: 6 rows take 4 W rows a tile on AVX-512 (24 accumulators,
+// 10 loads per 24 multiply-adds) and 2 on AVX2 (12 of its 16 registers).
+constexpr int kPanelXRows = 6;
+
+// Floats of `spill` the loops need for m rows of x: one vector per x row and W row of a block.
+static inline int64_t panelSpillFloats(int64_t m) { return m * kPanelBlockRows * 16; }
+
+// One sweep of M x rows over W rows [nb, nEnd) for k in [k0, k1).
+template <class Tiles, int M>
+static inline void panelSweep(const float* x, int64_t xStride, const float* w, int64_t rowStride, int64_t nb, int64_t nEnd,
+                              int64_t k0, int64_t k1, int64_t cols, bool first, bool last, float* spill, float* y,
+                              int64_t yStride) {
+    constexpr int R = Tiles::tileRows(M);
+    int64_t n = nb;
+    for (; n + R <= nEnd; n += R)
+        Tiles::template run<R, M>(x, xStride, w + n * rowStride, rowStride, k0, k1, cols, first, last,
+                                  spill + (n - nb) * Tiles::kLanes, kPanelBlockRows, y + n, yStride);
+    for (; n < nEnd; ++n)
+        Tiles::template run<1, M>(x, xStride, w + n * rowStride, rowStride, k0, k1, cols, first, last,
+                                  spill + (n - nb) * Tiles::kLanes, kPanelBlockRows, y + n, yStride);
+}
+
+// y[r, n] = dot(x row r, W row n) for r < m, n < rows.
+//   x [m, cols] stride xStride; w [rows, cols] float32 stride rowStride; y [m, rows] stride yStride;
+//   spill: panelSpillFloats(m) floats of scratch.
+template <class Tiles>
+static inline void panelLoops(const float* x, int64_t m, int64_t xStride, const float* w, int64_t rowStride, int64_t rows,
+                              int64_t cols, float* y, int64_t yStride, float* spill) {
+    const int64_t full = cols - cols % Tiles::kLanes;   // the tail after it is tileFinish's
+    for (int64_t nb = 0; nb < rows; nb += kPanelBlockRows) {
+        const int64_t nEnd = nb + kPanelBlockRows < rows ? nb + kPanelBlockRows : rows;
+        int64_t k0 = 0;
+        do {
+            const int64_t k1 = k0 + kPanelDepth < full ? k0 + kPanelDepth : full;
+            const bool first = k0 == 0, last = k1 == full;
+            int64_t r = 0;
+            // x row r's accumulators: spill + r * kPanelBlockRows * kLanes (a tile steps by W row).
+            auto at = [&](int64_t row) { return spill + row * kPanelBlockRows * Tiles::kLanes; };
+            for (; r + kPanelXRows <= m; r += kPanelXRows)
+                panelSweep<Tiles, kPanelXRows>(x + r * xStride, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r),
+                                               y + r * yStride, yStride);
+            const float* xr = x + r * xStride;
+            float* yr = y + r * yStride;
+            switch (m - r) {   // the last rows of x, fewer than a tile's
+            case 1: panelSweep<Tiles, 1>(xr, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r), yr, yStride); break;
+            case 2: panelSweep<Tiles, 2>(xr, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r), yr, yStride); break;
+            case 3: panelSweep<Tiles, 3>(xr, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r), yr, yStride); break;
+            case 4: panelSweep<Tiles, 4>(xr, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r), yr, yStride); break;
+            case 5: panelSweep<Tiles, 5>(xr, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r), yr, yStride); break;
+            default: break;
+            }
+            k0 = k1;
+        } while (k0 < full);
+    }
+}
+
+} // namespace kvsteer::kernels::detail
