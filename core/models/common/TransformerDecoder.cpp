@@ -3,6 +3,8 @@
 #include "Error.h"
 #include "cache/KVCache.h"
 #include "io/Checkpoint.h"
+#include "nn/Activation.h"
+#include "nn/AttentionMatmul.h"
 #include "nn/DecodeAttention.h"
 #include "nn/RmsNorm.h"
 #include "nn/RotateHalf.h"
@@ -14,7 +16,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/embedding.h>
 #include <ATen/ops/full.h>
-#include <ATen/ops/gelu.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/index_select.h>
@@ -24,7 +25,6 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/logical_and.h>
-#include <ATen/ops/silu.h>
 #include <ATen/ops/softmax.h>
 
 #include <cmath>
@@ -120,9 +120,9 @@ at::Tensor TransformerDecoder::embed(const at::Tensor& ids) const {
     return at::embedding(embedTokens_, ids.to(format_.device)).to(format_.compute);
 }
 
-at::Tensor TransformerDecoder::activation(const at::Tensor& gate) const {
+Activation TransformerDecoder::activation() const {
     // The gate of the gated MLP: SwiGLU (Llama) or GeGLU with the tanh GELU (Gemma).
-    return config_.hiddenAct == "silu" ? at::silu(gate) : at::gelu(gate, "tanh");
+    return config_.hiddenAct == "silu" ? Activation::Silu : Activation::GeluTanh;
 }
 
 namespace {
@@ -136,12 +136,12 @@ std::pair<at::Tensor, at::Tensor> attendBlock(const at::Tensor& q, const at::Ten
     std::vector<int64_t> grouped = lead, flat = lead;
     grouped.insert(grouped.end(), {g, t, k.size(-2)});
     flat.insert(flat.end(), {g * t, k.size(-2)});
-    at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).view(grouped);   // a fresh tensor: edited in place
+    at::Tensor scores = matmulTransposed(q, k).view(grouped);   // a fresh tensor: edited in place
     scores.mul_(scale);
     if (mask.defined()) scores.add_(mask);   // [T, S] causal mask broadcasts
     if (bias.defined()) scores.narrow(-1, 0, bias.size(-1)).add_(bias);
     at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
-    return {probs, at::matmul(probs.view(flat), v)};
+    return {probs, matmulPlain(probs.view(flat), v)};
 }
 
 // Several query positions (a prompt, a suffix): below this many elements a batch row touches (its
@@ -241,7 +241,7 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
 
         at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm, config_.rmsNormEps), L.gateUpWeight);
         const int64_t inter = config_.intermediateSize;
-        x = x + applyLinear(activation(gateUp.narrow(-1, 0, inter)) * gateUp.narrow(-1, inter, inter), L.downWeight);
+        x = x + applyLinear(activateGated(gateUp.narrow(-1, 0, inter), gateUp.narrow(-1, inter, inter), activation()), L.downWeight);
     }
     return rmsNorm(x, finalNorm_, config_.rmsNormEps);   // in float32, like transformers' LlamaRMSNorm
 }

@@ -9,6 +9,7 @@
 // sits at the position the cache gives for index cache.size() (KVCache::positions: the family's
 // rule, kept with the cache). Qwen2 adds q/k/v biases and, in Qwen2-VL, M-RoPE (mropeSection).
 #include "io/Config.h"
+#include "nn/Activation.h"
 #include "nn/Linear.h"
 
 #include <ATen/core/Tensor.h>
@@ -96,7 +97,7 @@ private:
         at::Tensor qkvBias, oBias;           // biases when the config has them, else undefined
         LinearWeight gateUpWeight, downWeight; // gate and up fused: [2 I, D]
     };
-    at::Tensor activation(const at::Tensor& gate) const;
+    Activation activation() const;
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                          const at::Tensor& bias, at::Tensor* captured) const;
 

@@ -1,10 +1,12 @@
 #include "models/common/VisionTransformer.h"
 
 #include "io/Checkpoint.h"
+#include "nn/Activation.h"
+#include "nn/AttentionMatmul.h"
+#include "nn/Linear.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
-#include <ATen/ops/conv2d.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/matmul.h>
@@ -72,8 +74,8 @@ at::Tensor VisionTransformer::encoderLayer(const at::Tensor& x, const Layer& L) 
     at::Tensor q = heads4d(applyLinear(y, L.qWeight, L.qBias) * (1.0 / std::sqrt(static_cast<double>(d))));
     at::Tensor k = heads4d(applyLinear(y, L.kWeight, L.kBias));
     at::Tensor v = heads4d(applyLinear(y, L.vWeight, L.vBias));
-    at::Tensor probs = at::softmax(at::matmul(q, k.transpose(-1, -2)), -1);
-    at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({b, t, h});
+    at::Tensor probs = at::softmax(matmulTransposed(q, k), -1);
+    at::Tensor attn = matmulPlain(probs, v).transpose(1, 2).reshape({b, t, h});
     at::Tensor r = x + applyLinear(attn, L.outWeight, L.outBias);
 
     // MLP: fc1 -> activation -> fc2.
@@ -83,16 +85,23 @@ at::Tensor VisionTransformer::encoderLayer(const at::Tensor& x, const Layer& L) 
 }
 
 at::Tensor VisionTransformer::activation(const at::Tensor& y) const {
-    if (config_.hiddenAct == "quick_gelu") return y * at::sigmoid(1.702 * y);
-    if (config_.hiddenAct == "gelu_pytorch_tanh") return at::gelu(y, "tanh");
-    return at::gelu(y);   // exact (erf) GELU
+    if (config_.hiddenAct == "quick_gelu") return activate(y, Activation::QuickGelu);
+    if (config_.hiddenAct == "gelu_pytorch_tanh") return activate(y, Activation::GeluTanh);
+    return activate(y, Activation::GeluErf);   // exact (erf) GELU
 }
 
 at::Tensor VisionTransformer::forward(const at::Tensor& pixels, at::Tensor* embeddings) const {
     const int64_t b = pixels.size(0), p = config_.patchSize, h = config_.hiddenSize;
     const c10::ScalarType dtype = positionEmbedding_.scalar_type();
-    // The stride-p, kernel-p convolution, flattened row-major over the grid: patch i is grid cell (i / g, i % g).
-    at::Tensor x = at::conv2d(pixels.to(dtype), patchWeight_.to(dtype), patchBias_, p).flatten(2).transpose(1, 2);
+    // The stride-p, kernel-p convolution, flattened row-major over the grid: patch i is grid cell
+    // (i / gw, i % gw). Written as what it is, each patch's pixels [C*p*p] times the kernel, so that
+    // it runs through applyLinear's kernels (kvsteer's own summation order, not the BLAS's or
+    // oneDNN's, which may change with the thread count).
+    const int64_t c = pixels.size(1), gh = pixels.size(2) / p, gw = pixels.size(3) / p;
+    const at::Tensor patches = pixels.to(dtype).narrow(2, 0, gh * p).narrow(3, 0, gw * p).reshape({b, c, gh, p, gw, p})
+                                   .permute({0, 2, 4, 1, 3, 5}).reshape({b * gh * gw, c * p * p});   // [patches, C*p*p]
+    const at::Tensor kernel = patchWeight_.to(dtype).reshape({h, c * p * p}).contiguous();
+    at::Tensor x = applyLinear(patches, kernel, patchBias_).view({b, gh * gw, h});
     if (spec_.classToken) x = at::cat({classEmbedding_.view({1, 1, h}).expand({b, 1, h}), x}, 1);
     x = x + positionEmbedding_.unsqueeze(0);
     if (spec_.preLayerNorm) x = at::layer_norm(x, {h}, preLnWeight_, preLnBias_, config_.layerNormEps);

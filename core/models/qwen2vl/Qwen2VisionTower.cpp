@@ -2,6 +2,8 @@
 
 #include "Error.h"
 #include "io/Checkpoint.h"
+#include "nn/Activation.h"
+#include "nn/AttentionMatmul.h"
 #include "models/qwen2vl/Qwen2VisionRope.h"
 #include "models/qwen2vl/VisionWindows.h"
 #include "nn/RmsNorm.h"
@@ -111,9 +113,9 @@ at::Tensor Qwen2VisionTower::attention(const at::Tensor& y, const Block& b, cons
         const at::Tensor ks = k.narrow(1, start, length), vs = v.narrow(1, start, length);
         for (int64_t row = 0; row < length; row += chunk) {
             const int64_t rows = std::min(chunk, length - row);
-            const at::Tensor scores = at::matmul(q.narrow(1, start + row, rows), ks.transpose(1, 2)) * scale;   // [heads, rows, L]
+            const at::Tensor scores = matmulTransposed(q.narrow(1, start + row, rows), ks) * scale;   // [heads, rows, L]
             const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(y.scalar_type());
-            out.narrow(1, start + row, rows).copy_(at::matmul(probs, vs));
+            out.narrow(1, start + row, rows).copy_(matmulPlain(probs, vs));
         }
         start += length;
     }
@@ -127,9 +129,10 @@ at::Tensor Qwen2VisionTower::norm(const at::Tensor& x, const at::Tensor& weight,
 }
 
 at::Tensor Qwen2VisionTower::mlp(const at::Tensor& y, const Block& b) const {
-    if (config_.rmsNormSwiGlu) return applyLinear(at::silu(applyLinear(y, b.gate, b.gateBias)) * applyLinear(y, b.up, b.upBias), b.down, b.downBias);
+    if (config_.rmsNormSwiGlu)
+        return applyLinear(activateGated(applyLinear(y, b.gate, b.gateBias), applyLinear(y, b.up, b.upBias), Activation::Silu), b.down, b.downBias);
     const at::Tensor h = applyLinear(y, b.fc1, b.fc1Bias);
-    return applyLinear(h * at::sigmoid(1.702 * h), b.fc2, b.fc2Bias);   // quick_gelu
+    return applyLinear(activate(h, Activation::QuickGelu), b.fc2, b.fc2Bias);
 }
 
 at::Tensor Qwen2VisionTower::block(const at::Tensor& x, const Block& b, const at::Tensor& cos, const at::Tensor& sin,
@@ -177,7 +180,7 @@ at::Tensor Qwen2VisionTower::merge(const at::Tensor& blockOutput) const {
     const at::Tensor normed = norm(blockOutput, lnQWeight_, lnQBias_);
     // Consecutive rows are one merged cell, so a view concatenates them: [N / unit, unit * E].
     const at::Tensor cells = normed.reshape({blockOutput.size(0) / unit, unit * e});
-    const at::Tensor h = at::gelu(applyLinear(cells, mergerFc1_, mergerFc1Bias_));   // exact (erf) GELU
+    const at::Tensor h = activate(applyLinear(cells, mergerFc1_, mergerFc1Bias_), Activation::GeluErf);
     return applyLinear(h, mergerFc2_, mergerFc2Bias_);                                // [N / unit, hidden]
 }
 
