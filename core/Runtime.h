@@ -2,8 +2,8 @@
 // Process-wide runtime settings: who owns the cores, and how freed memory is kept.
 //
 // One pool owns them: ATen's intra-op pool (OpenMP in Debian's libtorch). kvsteer's kernels split
-// their work with at::parallel_for, and the sgemm calls they make inside it run single-threaded.
-// Debian's libtorch hands matmuls to OpenBLAS, which has a pool of its own; measured here, letting
+// their work with at::parallel_for and call no BLAS. ATen's own matmuls (the demo trainer, a
+// recipe's PCA) go to OpenBLAS in Debian's libtorch, which has a pool of its own; measured here, letting
 // both pools use every core makes them fight (OpenBLAS spins in sched_yield while OpenMP workers
 // wait) and halves the speed. So OpenBLAS is held at one thread whenever it is present.
 #include <c10/core/Device.h>

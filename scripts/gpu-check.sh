@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kvsteer on an NVIDIA GPU, checked in one command: builds core + CLI + bench against the
 # machine's CUDA PyTorch, runs the reference parity and the demo steer on CUDA (parity-check),
+# checks the CPU's bits at many thread counts on the machine's cores (parity-check --repeat),
 # measures a random llava-1.5-7b in float16 with bench (CUDA graphs on, then off), times Hugging
 # Face transformers' own decode of the same files where transformers is installed, and prints
 # one table. Needs only the machine's compiler, CMake and PyTorch (plus the packages below).
@@ -13,7 +14,7 @@
 #   --model DIR      a float16 llava-1.5-7b-shaped model (default: one made with make-random)
 #   --build DIR      the build folder (default: build-gpu)
 #   --no-hf          skip the transformers timing
-# Exit status: 0 when the build and every parity check passed.
+# Exit status: 0 when the build, every parity check and the CPU determinism check passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -25,7 +26,7 @@ while (($#)); do
         --model) model=$(realpath "$2"); shift 2 ;;
         --build) build=$(realpath -m "$2"); shift 2 ;;
         --no-hf) hf=0; shift ;;
-        -h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -67,6 +68,13 @@ echo "== parity on CUDA (float32, tolerances x10)"
 parity=${PIPESTATUS[0]}
 note "parity: tiny-llava, tiny-paligemma, tiny-qwen2vl; demo steer" "$( ((parity == 0)) && echo ok || echo FAIL)" \
     "$(grep -c '| ok ' "$work/parity.log") checks ok, $(grep -c '| FAIL ' "$work/parity.log") failed"
+
+echo "== determinism on this machine's CPU: every case 20 times at 1, 2, 3, 5, 8 and all threads"
+threads="1,2,3,5,8,$(nproc)"
+"$bin/parity-check" --device cpu --reference "$reference" --repeat 20 --threads "$threads" >"$work/determinism.log" 2>&1
+determinism=$?
+note "CPU bits at threads $threads, 20 runs each" "$( ((determinism == 0)) && echo ok || echo FAIL)" \
+    "$(grep -c 'same bits .*| ok ' "$work/determinism.log") cases identical, $(grep -c '| FAIL ' "$work/determinism.log") failed; $(grep '^digest' "$work/determinism.log")"
 
 echo "== a random llava-1.5-7b, float16"
 if [[ -z $model ]]; then
@@ -120,4 +128,4 @@ for line in "${table[@]}"; do
 done
 rm -rf "$work/llava-1.5-7b-f16"
 echo "logs and bench JSON: $work"
-((parity == 0))
+((parity == 0 && determinism == 0))

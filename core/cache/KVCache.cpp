@@ -5,9 +5,9 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 
@@ -15,9 +15,12 @@ namespace kvsteer {
 
 KVCache::KVCache(int numLayers, int64_t batch, int64_t kvHeads, int64_t headDim, int64_t capacity, at::TensorOptions options)
     : batch_(batch), capacity_(capacity), fill_(numLayers, 0) {
+    // Zeros, not whatever the allocator hands back: a CUDA graph's step attends over the whole
+    // capacity with the unwritten keys masked, and a masked score (-inf) or probability (0) meets
+    // the stale value there; a NaN left by an earlier tensor would make the row NaN.
     for (int l = 0; l < numLayers; ++l) {
-        k_.push_back(at::empty({batch, kvHeads, capacity, headDim}, options));
-        v_.push_back(at::empty({batch, kvHeads, capacity, headDim}, options));
+        k_.push_back(at::zeros({batch, kvHeads, capacity, headDim}, options));
+        v_.push_back(at::zeros({batch, kvHeads, capacity, headDim}, options));
     }
 }
 
@@ -86,7 +89,7 @@ void KVCache::reserve(int64_t capacity) {
         auto grow = [&](at::Tensor& buf) {
             auto sizes = buf.sizes().vec();
             sizes[2] = capacity;
-            at::Tensor bigger = at::empty(sizes, buf.options());
+            at::Tensor bigger = at::zeros(sizes, buf.options());   // zeros past the held tokens: see the constructor
             bigger.narrow(2, 0, fill_[l]).copy_(buf.narrow(2, 0, fill_[l]));
             buf = bigger;
         };

@@ -52,10 +52,11 @@ const char* isaName(Isa isa);
 // The most x rows the skinny kernel takes in one pass.
 constexpr int64_t kSkinnyMaxRows = 8;
 // Up to this many x rows, 16-bit weights go through the skinny kernel anyway, 8 rows a pass:
-// reading the weights a few times costs less than widening every one of them to float32 for
-// sgemm (f16 4096 x 131072 on 2 threads, 16 rows: 183 against 396 ms with AVX-512, 251 against
-// 380 ms with AVX2; even at 32 rows 289 / 497 and 418 / 439 ms). A short prompt or a question's
-// suffix is that size. float32 weights need no widening: sgemm takes any m above 8.
+// reading the weights a few times costs less than widening every one of them to float32 for a
+// panel (measured when the panel went to sgemm: f16 4096 x 131072 on 2 threads, 16 rows: 183
+// against 396 ms with AVX-512, 251 against 380 ms with AVX2; even at 32 rows 289 / 497 and 418 /
+// 439 ms). A short prompt or a question's suffix is that size. float32 weights need no widening:
+// the panel kernel takes any m above 8. Either kernel gives a row the same bits.
 constexpr int64_t kSkinnyMaxRows16Bit = 32;
 
 // y[r, n] = sum_k x[r, k] * W[n, k] for r < m, n < W.rows, k < W.cols.

@@ -7,6 +7,7 @@
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/conv2d.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/matmul.h>
@@ -93,15 +94,12 @@ at::Tensor VisionTransformer::activation(const at::Tensor& y) const {
 at::Tensor VisionTransformer::forward(const at::Tensor& pixels, at::Tensor* embeddings) const {
     const int64_t b = pixels.size(0), p = config_.patchSize, h = config_.hiddenSize;
     const c10::ScalarType dtype = positionEmbedding_.scalar_type();
-    // The stride-p, kernel-p convolution, flattened row-major over the grid: patch i is grid cell
-    // (i / gw, i % gw). Written as what it is, each patch's pixels [C*p*p] times the kernel, so that
-    // it runs through applyLinear's kernels (kvsteer's own summation order, not the BLAS's or
-    // oneDNN's, which may change with the thread count).
-    const int64_t c = pixels.size(1), gh = pixels.size(2) / p, gw = pixels.size(3) / p;
-    const at::Tensor patches = pixels.to(dtype).narrow(2, 0, gh * p).narrow(3, 0, gw * p).reshape({b, c, gh, p, gw, p})
-                                   .permute({0, 2, 4, 1, 3, 5}).reshape({b * gh * gw, c * p * p});   // [patches, C*p*p]
-    const at::Tensor kernel = patchWeight_.to(dtype).reshape({h, c * p * p}).contiguous();
-    at::Tensor x = applyLinear(patches, kernel, patchBias_).view({b, gh * gw, h});
+    // The stride-p, kernel-p convolution, flattened row-major over the grid: patch i is grid cell (i / g, i % g).
+    // ATen's conv2d, not kvsteer's kernels: its sums are transformers' own, bit for bit, and the
+    // tower amplifies a difference here some 60-fold by its output (tiny-llava: 2e-6 in the
+    // embeddings from another summation order became 1.5e-4 in the image features, over the
+    // reference's 1e-4). Its bits are the same at every thread count here (test_determinism).
+    at::Tensor x = at::conv2d(pixels.to(dtype), patchWeight_.to(dtype), patchBias_, p).flatten(2).transpose(1, 2);
     if (spec_.classToken) x = at::cat({classEmbedding_.view({1, 1, h}).expand({b, 1, h}), x}, 1);
     x = x + positionEmbedding_.unsqueeze(0);
     if (spec_.preLayerNorm) x = at::layer_norm(x, {h}, preLnWeight_, preLnBias_, config_.layerNormEps);
