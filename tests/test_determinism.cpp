@@ -164,7 +164,7 @@ private slots:
         for (kernels::Isa isa : isasHere()) {
             kernels::forceIsa(isa);
             for (at::ScalarType type : {at::kFloat, at::kHalf, at::kBFloat16})
-                for (int64_t cols : {5, 16, 23, 512, 600, 1100}) {   // tails, one k-block, several with a tail
+                for (int64_t cols : {5, 16, 23, 512, 1100, 2100}) {   // tails, one k-block, several (1024 AVX2, 2048 AVX-512) with a tail
                     const at::Tensor w = at::randn({70, cols}).to(type);   // more rows than a panel block
                     const at::Tensor x = at::randn({37, cols});
                     // Each row alone (m = 1, the skinny kernel), single-threaded: the reference.

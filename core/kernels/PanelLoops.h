@@ -7,22 +7,20 @@
 // place), compute-bound, in the skinny kernel's summation order: every y[r, n] is one tile's
 // accumulator lanes over k in order, the tail, then the lanes added (the file's tileSteps and
 // tileFinish). What the loops add is cache blocking:
-//   - W rows in blocks of kPanelBlockRows, and k in blocks of kPanelDepth, so that the block of W
-//     a sweep reads (64 rows x 512 floats, 128 KB) stays in L2 while every row of x passes it;
-//   - x rows Tiles::kPanelXRows at a time, their k-block (12 KB) in L1 while the W rows pass.
+//   - W rows in blocks of kPanelBlockRows, and k in blocks of Tiles::kDepth, so that the block of
+//     W a sweep reads (64 rows x 2048 floats, 512 KB, with AVX-512) stays in L2 while every row of
+//     x passes it;
+//   - x rows Tiles::kXRows at a time, their k-block near L1 while the W rows pass.
+// Each ISA's Tiles: kLanes (floats per vector), kXRows, kDepth (a multiple of kLanes), tileRows(M)
+// and run<R, M>(), the tile itself.
 // Between k-blocks a tile's accumulators wait in `spill` (one vector per x row and W row), so the
 // sums go on exactly where they stopped: the blocking changes the speed, never the bits.
 #include "kernels/KernelTable.h"
 
 namespace kvsteer::kernels::detail {
 
-// k per block: a multiple of every ISA's vector width (16, 8).
-constexpr int64_t kPanelDepth = 512;
 // W rows per block.
 constexpr int64_t kPanelBlockRows = 64;
-// x rows per tile of the panel kernel: 6 rows take 4 W rows a tile on AVX-512 (24 accumulators,
-// 10 loads per 24 multiply-adds) and 2 on AVX2 (12 of its 16 registers).
-constexpr int kPanelXRows = 6;
 
 // Floats of `spill` the loops need for m rows of x: one vector per x row and W row of a block.
 static inline int64_t panelSpillFloats(int64_t m) { return m * kPanelBlockRows * 16; }
@@ -53,16 +51,17 @@ static inline void panelLoops(const float* x, int64_t m, int64_t xStride, const 
         const int64_t nEnd = nb + kPanelBlockRows < rows ? nb + kPanelBlockRows : rows;
         int64_t k0 = 0;
         do {
-            const int64_t k1 = k0 + kPanelDepth < full ? k0 + kPanelDepth : full;
+            const int64_t k1 = k0 + Tiles::kDepth < full ? k0 + Tiles::kDepth : full;
             const bool first = k0 == 0, last = k1 == full;
             int64_t r = 0;
             // x row r's accumulators: spill + r * kPanelBlockRows * kLanes (a tile steps by W row).
             auto at = [&](int64_t row) { return spill + row * kPanelBlockRows * Tiles::kLanes; };
-            for (; r + kPanelXRows <= m; r += kPanelXRows)
-                panelSweep<Tiles, kPanelXRows>(x + r * xStride, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r),
+            for (; r + Tiles::kXRows <= m; r += Tiles::kXRows)
+                panelSweep<Tiles, Tiles::kXRows>(x + r * xStride, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r),
                                                y + r * yStride, yStride);
             const float* xr = x + r * xStride;
             float* yr = y + r * yStride;
+            static_assert(Tiles::kXRows <= 6, "the switch below takes the last 1..5 rows");
             switch (m - r) {   // the last rows of x, fewer than a tile's
             case 1: panelSweep<Tiles, 1>(xr, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r), yr, yStride); break;
             case 2: panelSweep<Tiles, 2>(xr, xStride, w, rowStride, nb, nEnd, k0, k1, cols, first, last, at(r), yr, yStride); break;
