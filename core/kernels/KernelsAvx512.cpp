@@ -83,6 +83,29 @@ void prefetchAhead(const T* p) {
 // The skinny tiles and the panel tiles (below) add the products in exactly this order, so that a
 // row of y has the same bits whichever kernel, batch or thread computed it (Kernels.h).
 
+// Lane j of the result = _mm512_reduce_add_ps(v[j]), bit for bit: the same additions in the same
+// tree (lanes i + i+8, then i + i+4, i + i+2, 0 + 1; a float addition is commutative, so only the
+// pairing matters), done for 16 vectors at once with shuffles between the steps — a small matrix
+// (K of 32..128, attention's scores) spent a third of its time summing lanes one vector at a time.
+__m512 reduce16(const __m512 (&v)[16]) {
+    // Fed so that the lanes come out in order: the shuffles below leave the sum of input 4c + k in
+    // lane 4k + c.
+    __m512 a[16];
+    for (int m = 0; m < 16; ++m) a[m] = v[(m % 4) * 4 + m / 4];
+    __m512 b[8], c[4], d[2];
+    for (int p = 0; p < 8; ++p)   // lanes i + i+8: [a[2p]'s 8 | a[2p+1]'s 8]
+        b[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int q = 0; q < 4; ++q)   // i + i+4: 128-bit lane k holds a[4q + k]'s 4
+        c[q] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * q], b[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(b[2 * q], b[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    for (int t = 0; t < 2; ++t)   // i + i+2, within each 128-bit lane
+        d[t] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * t], c[2 * t + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(c[2 * t], c[2 * t + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    // 0 + 1
+    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 // The full 16-element steps k0 .. k1 (k1 - k0 a multiple of 16) into acc.
 //   x [M, cols] stride xStride; w: R rows of Row::T, stride rowStride.
 // Each W vector is loaded (and widened) once and multiplied into all M x rows.
@@ -116,8 +139,20 @@ void tileFinish(const float* x, int64_t xStride, const typename Row::T* w, int64
             for (int i = 0; i < R; ++i) acc[i][r] = _mm512_fmadd_ps(wv[i], xv, acc[i][r]);
         }
     }
-    for (int i = 0; i < R; ++i)
-        for (int r = 0; r < M; ++r) y[r * yStride + i] = _mm512_reduce_add_ps(acc[i][r]);
+    if (R * M < 16) {
+        for (int i = 0; i < R; ++i)
+            for (int r = 0; r < M; ++r) y[r * yStride + i] = _mm512_reduce_add_ps(acc[i][r]);
+        return;
+    }
+    // 16 sums at a time (reduce16); the last group padded with zero accumulators.
+    constexpr int kCount = R * M;
+    for (int first = 0; first < kCount; first += 16) {
+        __m512 group[16];
+        for (int j = 0; j < 16; ++j) group[j] = first + j < kCount ? acc[(first + j) / M][(first + j) % M] : _mm512_setzero_ps();
+        float sums[16];
+        _mm512_storeu_ps(sums, reduce16(group));
+        for (int j = 0; j < 16 && first + j < kCount; ++j) y[((first + j) % M) * yStride + (first + j) / M] = sums[j];
+    }
 }
 
 // One skinny tile: y[r, i] = dot(x row r, W row i) for r < M, i < R, the whole row in one go.
