@@ -24,6 +24,7 @@
 #include "kernels/Kernels.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
+#include "nn/Linear.h"
 #include "steer/Recipes.h"
 #include "steer/Mask.h"
 #include "steer/SteeredRun.h"
@@ -69,19 +70,6 @@ std::vector<kernels::Isa> isasHere() {
     for (kernels::Isa isa : {kernels::Isa::Avx512, kernels::Isa::Avx2, kernels::Isa::Portable})
         if (int(isa) >= int(kernels::bestIsa())) out.push_back(isa);
     return out;
-}
-
-// A weight matrix in `type` as the kernels see it, and its tensor (kept alive by the caller).
-kernels::WeightView viewOf(const at::Tensor& w) {
-    kernels::WeightView v;
-    v.data = w.data_ptr();
-    v.type = w.scalar_type() == at::kHalf ? kernels::WeightType::F16
-             : w.scalar_type() == at::kBFloat16 ? kernels::WeightType::BF16
-                                                : kernels::WeightType::F32;
-    v.rows = w.size(0);
-    v.cols = w.size(1);
-    v.rowStride = w.stride(0);
-    return v;
 }
 
 // The first step's logits of the session's greedy answer.
@@ -171,12 +159,12 @@ private slots:
                     setThreads(1);
                     at::Tensor alone = at::zeros({37, 70});
                     for (int64_t r = 0; r < 37; ++r)
-                        kernels::matmul(x[r].data_ptr<float>(), 1, cols, viewOf(w), alone[r].data_ptr<float>(), 70);
+                        kernels::matmul(x[r].data_ptr<float>(), 1, cols, weightViewOf(w), alone[r].data_ptr<float>(), 70);
                     for (int threads : kThreadCounts) {
                         setThreads(threads);
                         for (int64_t m : {2, 8, 9, 31, 33, 37}) {   // skinny, skinny 16-bit, panel
                             at::Tensor y = at::zeros({m, 70});
-                            kernels::matmul(x.data_ptr<float>(), m, cols, viewOf(w), y.data_ptr<float>(), 70);
+                            kernels::matmul(x.data_ptr<float>(), m, cols, weightViewOf(w), y.data_ptr<float>(), 70);
                             QVERIFY2(sameBits(y, alone.narrow(0, 0, m)),
                                      qPrintable(QString("%1 %2 cols %3 m %4 threads %5").arg(kernels::isaName(isa)).arg(int(type)).arg(cols).arg(m).arg(threads)));
                         }
@@ -193,13 +181,13 @@ private slots:
                 const at::Tensor x = at::randn({3, length});
                 const at::Tensor w = at::randn({5, length});
                 at::Tensor y = at::zeros({3, 5});
-                kernels::matmul(x.data_ptr<float>(), 3, length, viewOf(w), y.data_ptr<float>(), 5);
+                kernels::matmul(x.data_ptr<float>(), 3, length, weightViewOf(w), y.data_ptr<float>(), 5);
                 for (int64_t padded : {length + 1, length + 8, length + 31, 2 * length + 600}) {
                     at::Tensor xp = at::zeros({3, padded}), wp = at::randn({5, padded});
                     xp.narrow(1, 0, length).copy_(x);
                     wp.narrow(1, 0, length).copy_(w);
                     at::Tensor yp = at::zeros({3, 5});
-                    kernels::matmul(xp.data_ptr<float>(), 3, padded, viewOf(wp), yp.data_ptr<float>(), 5);
+                    kernels::matmul(xp.data_ptr<float>(), 3, padded, weightViewOf(wp), yp.data_ptr<float>(), 5);
                     QVERIFY2(sameBits(y, yp), qPrintable(QString("%1 length %2 padded %3").arg(kernels::isaName(isa)).arg(length).arg(padded)));
                 }
             }

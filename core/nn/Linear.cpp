@@ -25,7 +25,9 @@ bool kernelsTake(const at::Tensor& x, const at::Tensor& w) {
            (t == at::kFloat || t == at::kHalf || t == at::kBFloat16);
 }
 
-kernels::WeightView viewOf(const at::Tensor& w) {
+} // namespace
+
+kernels::WeightView weightViewOf(const at::Tensor& w) {
     kernels::WeightView v;
     v.data = w.data_ptr();
     v.type = w.scalar_type() == at::kHalf ? kernels::WeightType::F16
@@ -36,8 +38,6 @@ kernels::WeightView viewOf(const at::Tensor& w) {
     v.rowStride = w.stride(0);
     return v;
 }
-
-} // namespace
 
 int64_t LinearWeight::outFeatures() const {
     int64_t n = 0;
@@ -100,7 +100,7 @@ at::Tensor applyLinear(const at::Tensor& x, const LinearWeight& weight, const at
     const int64_t rows = flat.size(0);
     at::Tensor y = at::empty({rows, out}, flat.options());      // [rows, out]
     std::vector<kernels::WeightView> parts;   // part i fills the columns after parts 0..i-1
-    for (const at::Tensor& p : weight.parts) parts.push_back(viewOf(p));
+    for (const at::Tensor& p : weight.parts) parts.push_back(weightViewOf(p));
     kernels::matmulStacked(flat.data_ptr<float>(), rows, in, parts.data(), int(parts.size()), y.data_ptr<float>(), out);
     if (bias.defined()) y.add_(bias.scalar_type() == at::kFloat ? bias : bias.to(at::kFloat));
     auto shape = x.sizes().vec();
@@ -117,7 +117,7 @@ uint64_t readWeights(const std::vector<const LinearWeight*>& weights) {
     for (const LinearWeight* w : weights)
         for (const at::Tensor& p : w->parts) {
             if (!p.device().is_cpu() || !p.is_contiguous()) throw Error("readWeights: weights must be contiguous CPU tensors");
-            parts.push_back(viewOf(p));
+            parts.push_back(weightViewOf(p));
         }
     return kernels::readWeights(parts.data(), int(parts.size()));
 }

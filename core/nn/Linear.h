@@ -7,6 +7,8 @@
 // inside the matmul. f16/bf16 -> f32 is exact, so results equal the widened model's up to summation
 // order. `--dtype f32` widens once at load instead (twice the memory). On CUDA, storage and compute
 // dtype are the same and ATen does the work.
+#include "kernels/Kernels.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <string>
@@ -47,6 +49,9 @@ LinearWeight loadFusedLinear(const Checkpoint& ckpt, const std::vector<std::stri
 // activations every weight dtype goes through kvsteer's kernels; elsewhere through ATen.
 at::Tensor applyLinear(const at::Tensor& x, const LinearWeight& weight, const at::Tensor& bias = {});
 at::Tensor applyLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
+
+// A CPU weight [rows, cols] (f32, f16 or bf16, rows of unit stride) as kvsteer's kernels see it.
+kernels::WeightView weightViewOf(const at::Tensor& w);
 
 // Reads every byte of the weights once and computes nothing (kernels::readWeights): the bench's
 // memory roofline. CPU weights only.
