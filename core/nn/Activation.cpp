@@ -14,18 +14,17 @@ namespace kvsteer {
 namespace {
 
 // One element, the formulas of transformers' activations (in float, as ATen's scalar paths).
-float activateOne(float x, Activation kind) {
-    switch (kind) {
-    case Activation::Silu: return x / (1.0f + std::exp(-x));
-    case Activation::GeluTanh: {
+// A template, so the loop below is compiled once per activation with no branch per element.
+template <Activation Kind>
+float activateOne(float x) {
+    if constexpr (Kind == Activation::Silu) return x / (1.0f + std::exp(-x));
+    if constexpr (Kind == Activation::GeluTanh) {
         constexpr float kBeta = 0.7978845608028654f;   // sqrt(2 / pi)
         constexpr float kKappa = 0.044715f;
         return 0.5f * x * (1.0f + std::tanh(kBeta * (x + kKappa * x * x * x)));
     }
-    case Activation::GeluErf: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
-    case Activation::QuickGelu: return x / (1.0f + std::exp(-1.702f * x));
-    }
-    return x;
+    if constexpr (Kind == Activation::GeluErf) return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+    if constexpr (Kind == Activation::QuickGelu) return x / (1.0f + std::exp(-1.702f * x));
 }
 
 at::Tensor atenActivate(const at::Tensor& x, Activation kind) {
@@ -52,13 +51,21 @@ at::Tensor rowLoop(const at::Tensor& gate, const at::Tensor* up, Activation kind
     const float* upPtr = up ? uc.data_ptr<float>() : nullptr;
     float* op = out.data_ptr<float>();
     const int64_t gs = gc.stride(0), us = up ? uc.stride(0) : 0;
-    at::parallel_for(0, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r)
-            for (int64_t i = 0; i < cols; ++i) {
-                const float a = activateOne(gp[r * gs + i], kind);
-                op[r * cols + i] = upPtr ? a * upPtr[r * us + i] : a;
-            }
-    });
+    auto loop = [&](auto one) {   // `one`: a lambda of its own type per activation, inlined
+        at::parallel_for(0, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+                for (int64_t i = 0; i < cols; ++i) {
+                    const float a = one(gp[r * gs + i]);
+                    op[r * cols + i] = upPtr ? a * upPtr[r * us + i] : a;
+                }
+        });
+    };
+    switch (kind) {
+    case Activation::Silu: loop([](float x) { return activateOne<Activation::Silu>(x); }); break;
+    case Activation::GeluTanh: loop([](float x) { return activateOne<Activation::GeluTanh>(x); }); break;
+    case Activation::GeluErf: loop([](float x) { return activateOne<Activation::GeluErf>(x); }); break;
+    case Activation::QuickGelu: loop([](float x) { return activateOne<Activation::QuickGelu>(x); }); break;
+    }
     return out.view(gate.sizes());
 }
 
