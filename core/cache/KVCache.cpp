@@ -6,6 +6,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 
@@ -89,8 +90,9 @@ void KVCache::reserve(int64_t capacity) {
         auto grow = [&](at::Tensor& buf) {
             auto sizes = buf.sizes().vec();
             sizes[2] = capacity;
-            at::Tensor bigger = at::zeros(sizes, buf.options());   // zeros past the held tokens: see the constructor
+            at::Tensor bigger = at::empty(sizes, buf.options());
             bigger.narrow(2, 0, fill_[l]).copy_(buf.narrow(2, 0, fill_[l]));
+            bigger.narrow(2, fill_[l], capacity - fill_[l]).zero_();   // past the held tokens: see the constructor
             buf = bigger;
         };
         grow(k_[l]);
