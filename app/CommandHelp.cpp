@@ -367,6 +367,55 @@ std::vector<CommandHelp> build() {
                       {"--json", "print the summary as one JSON object instead of the table", ""}}}},
                    kJsonNote));
 
+    all.push_back(command("study",
+                   "Finds and defends a steering setting: a grid of plans judged on a suite of target sets (the\n"
+                   "answer should move to the item's target) and preserve sets (the answer should stay right), in one\n"
+                   "pass: an image's prefix and each item's unsteered answer are computed once, each plan edits its own\n"
+                   "row of the batched decode, so a plan's answers equal `eval` of that plan alone. Per plan and set:\n"
+                   "the metric steered vs unsteered, success or preservation, the first step's KL, the target's\n"
+                   "log-prob, per category; intervals resample images; the frontier of plans no other beats on both\n"
+                   "target success and preservation. Resumable and sharded like eval",
+                   {"--suite SUITE.json --out DIR [--vectors A,B] [--operator OPS] [--ck LIST] [--cv LIST] [--layers LIST]",
+                    "[--heads LIST] [--propagate] [--ablate-to mean|zero] [--images DIR] [--batch 2..8] [--shard K/N]",
+                    "[--no-prefix-reuse] [--skip-bad] [--json] [--max-new-tokens N]"},
+                   {{"Suite and run",
+                     {{"--suite SUITE.json",
+                       "{\"datasets\": [{\"name\", \"data\", \"role\": target|preserve, \"metric\": pope|exact|contains|chair, "
+                       "\"mask\"?, \"synonyms\"?}], \"plans\"?: [...]} (docs/study.md)",
+                       "required"},
+                      {"--images DIR", "where the items' relative image and mask paths are found", "each data file's folder"},
+                      {"--out DIR",
+                       "study.json, plans.jsonl, items.jsonl (one line per item and plan, as items finish), summary.json, "
+                       "summary.csv, frontier.json, frontier.svg, grid.svg; a folder of the same study is continued",
+                       "required"},
+                      {"--batch N", "rows per forward pass, 2..8 (an item's unsteered row and one per plan)", "8"},
+                      {"--shard K/N", "only the images whose file name hashes to K mod N (study-merge joins the shards)", "0/1: every item"},
+                      {"--no-prefix-reuse", "compute each question's image prefix anew instead of once per image", ""},
+                      {"--skip-bad", "record bad lines and items and study the rest, instead of stopping at the first", ""},
+                      {"--json", "print the summary as one JSON object instead of the table", ""}}},
+                    {"The grid (every combination is one plan; without these flags, the suite's \"plans\")",
+                     {{"--vectors A,B", "vector files, one axis", "none"},
+                      {"--operator OPS", "operators, one axis (add, norm, prerope, scale, spotlight, ablate)", "each file's suggestion, else add"},
+                      {"--ck LIST", "c_k values, one axis (one strength for every layer)", "each file's suggestion, else 1"},
+                      {"--cv LIST", "c_v values, one axis", "each file's suggestion, else 1"},
+                      {"--layers LIST", "layer choices, one axis: all, early, middle, late, A-B", "each file's suggestion, else all"},
+                      {"--heads LIST", "KV heads edited on every chosen layer, for every plan", "the file's mask (all)"},
+                      {"--propagate", "every plan recomputes the text after the edit", "edit-only"},
+                      {"--ablate-to mean|zero", "what ablate writes", "mean"}}},
+                    decodingGroup("32", "each answer's budget in tokens"),
+                    modelGroup()},
+                   kJsonNote));
+
+    all.push_back(command("study-merge",
+                   "Merges the folders of a study's shards into what one unsharded run gives (refuses shards of\n"
+                   "another study, missing or incomplete shards, and item lines in two shards)",
+                   {"--out DIR SHARD_DIR... [--json]"},
+                   {{"",
+                     {{"SHARD_DIR...", "the shards' --out folders, every shard 0..N-1 once", ""},
+                      {"--out DIR", "the merged study: its files, the items in suite order, the summary", "required"},
+                      {"--json", "print the summary as one JSON object instead of the table", ""}}}},
+                   kJsonNote));
+
     all.push_back(command("make-random", "Writes a model of a preset's real shapes with random weights (for bench)",
                    {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b",
                     "--out DIR [--dtype f32|f16|bf16] [--tokenizer-from DIR] [--seed S] [--shard-gb G]"},
@@ -463,6 +512,19 @@ std::vector<CommandHelp> build() {
                        "required"},
                       {"--pair-seed S", "which steering scene becomes the circle pair: its seed", "0"},
                       {"--pair-index N", "and its index", "0"}}}},
+                   0, "", true));
+
+    all.push_back(command("demo-study",
+                   "Writes a study suite on fresh ShapeWorld scenes, each with one red circle and the mask on it:\n"
+                   "target sets (\"What color is the circle?\" -> blue, \"Is there a blue circle?\" -> yes), preserve sets\n"
+                   "(the other shapes' existence and colours, the count, \"Is there a red circle?\", a caption scored\n"
+                   "with CHAIR) and red/blue circle pairs for masked-pair vectors",
+                   {"--out DIR [--images N] [--seed S] [--pairs K]"},
+                   {{"",
+                     {{"--out DIR", "DIR/images/, one JSONL per set, DIR/suite.json, DIR/pairs/ (paths relative to DIR)", "required"},
+                      {"--images N", "scenes, >= 1", "40"},
+                      {"--seed S", "the scenes' seed", "7"},
+                      {"--pairs K", "red/blue circle pairs written to DIR/pairs (0: none)", "8"}}}},
                    0, "", true));
 
     all.push_back(command("demo-pope",

@@ -3,6 +3,7 @@
 #include "CliOptions.h"
 #include "CommandLine.h"
 #include "Error.h"
+#include "JobProgress.h"
 #include "PlanFlags.h"
 #include "demo/DemoPope.h"
 #include "eval/EvalJob.h"
@@ -30,13 +31,7 @@ namespace kvsteer {
 
 namespace {
 
-// SIGINT / SIGTERM ask the run to stop after the current batch (the files stay whole).
-std::atomic<bool> gStop{false};
-extern "C" void requestStop(int) { gStop = true; }
-
-struct Shard {
-    int index = 0, count = 1;
-};
+} // namespace
 
 Shard parseShard(const std::string& text) {
     const auto slash = text.find('/');
@@ -50,6 +45,8 @@ Shard parseShard(const std::string& text) {
     }
     throw UsageError("--shard '" + text + "': expected K/N with 0 <= K < N (e.g. 0/8)");
 }
+
+namespace {
 
 // The steering spec as text whose hash a resumed run and a shard must match: every plan flag, the
 // vector file's bytes, the mask, the session's plan, map and vectors, and how the answers are chosen.
@@ -115,6 +112,18 @@ std::string cellsSource(const EvalSteering& s) {
     return "the vector file's mask, else every cell";
 }
 
+// The resolved plan as run.json and summary.json record it.
+nlohmann::ordered_json resolvedPlanJson(const PlanOptions& plan, const std::string& vectors, const std::string& cells) {
+    return {{"operator", plan.op},
+            {"ck", plan.ck},
+            {"cv", plan.cv},
+            {"layers", plan.layers->empty() ? nlohmann::ordered_json("all") : nlohmann::ordered_json(*plan.layers)},
+            {"heads", plan.heads.empty() ? nlohmann::ordered_json("all") : nlohmann::ordered_json(plan.heads)},
+            {"mode", plan.propagate ? "propagate" : "edit-only"},
+            {"vectors", vectors},
+            {"cells", "an item's mask or box, else " + cells}};
+}
+
 // What will be applied, said once on stderr before the run.
 void echoPlan(const EvalSteering& s, const EvalOptions& o, const Model& model, size_t items, const Shard& shard, size_t done) {
     const PlanOptions plan = resolvePlanOptions(s.plan, s.vectorsInfo);
@@ -147,26 +156,6 @@ void printSummary(const nlohmann::ordered_json& s) {
                 static_cast<long long>(o.at("same").get<int64_t>()), static_cast<long long>(o.at("different").get<int64_t>()),
                 static_cast<long long>(o.at("degenerate").get<int64_t>()), s.at("mcnemar_p").get<double>());
 }
-
-// "12 / 300 items, 1.8 items/s, ETA 2m40s" on one terminal line.
-class Progress {
-public:
-    Progress(size_t total, size_t done) : total_(total), done_(done), start_(done), tty_(::isatty(2)) {}
-    void item() {
-        ++done_;
-        if (!tty_) return;
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-        const double rate = s > 0 ? double(done_ - start_) / s : 0;
-        const double eta = rate > 0 ? double(total_ - done_) / rate : 0;
-        std::fprintf(stderr, "\r%zu / %zu items, %.2f items/s, ETA %dm%02ds   ", done_, total_, rate, int(eta) / 60, int(eta) % 60);
-        if (done_ == total_) std::fprintf(stderr, "\n");
-    }
-
-private:
-    size_t total_, done_, start_;
-    bool tty_;
-    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-};
 
 } // namespace
 
@@ -210,8 +199,13 @@ int commandEval(int argc, char** argv) {
     if (session) steering.plan = sessionPlan(*session, cl, steering.plan);
     steering.mask = cl.get("mask", "");
     if (session && steering.mask.empty()) steering.strength = session->strength;
-    const std::string op = resolvePlanOptions(steering.plan, steering.vectorsInfo).op;
-    if (operatorNeedsVectors(parseOperator(op)) && !vectors) throw UsageError("operator '" + op + "' needs --vectors FILE");
+    const PlanOptions resolved = resolvePlanOptions(steering.plan, steering.vectorsInfo);
+    if (operatorNeedsVectors(parseOperator(resolved.op)) && !vectors) throw UsageError("operator '" + resolved.op + "' needs --vectors FILE");
+    try {   // a plan that cannot apply to this model is refused before any item
+        checkPlanChoices(resolved, steering.vectors, *model);
+    } catch (const Error& e) {
+        throw UsageError(std::string("the plan does not fit model '") + model->config().name + "': " + e.what());
+    }
 
     std::vector<const EvalItem*> todo;
     for (const EvalItem& item : dataset.items)
@@ -220,14 +214,14 @@ int commandEval(int argc, char** argv) {
                                        evalMetricName(o.metric), o.generation.maxNewTokens, int64_t(todo.size()));
     identity.shardIndex = shard.index;
     identity.shardCount = shard.count;
+    identity.plan = resolvedPlanJson(resolved, cl.get("vectors", session ? "(the session's)" : ""), cellsSource(steering));
     EvalJob job;
     job.outDir = cl.get("out");
     job.identity = identity;
     job.items = todo;
     job.badLines = dataset.bad;
 
-    std::signal(SIGINT, requestStop);
-    std::signal(SIGTERM, requestStop);
+    installStopHandlers();
     std::optional<Progress> progress;
     EvalJobCallbacks callbacks;
     callbacks.onStart = [&](size_t total, size_t done) {
@@ -236,7 +230,7 @@ int commandEval(int argc, char** argv) {
     };
     callbacks.onItem = [&](const EvalItemResult&) { progress->item(); };
     callbacks.onSkipped = [&](const EvalItem&, const std::string& error) { std::cerr << "skipped: " << error << "\n"; };
-    callbacks.stopRequested = [] { return gStop.load(); };
+    callbacks.stopRequested = [] { return stopFlag().load(); };
     const EvalJobResult result = runEvalJob(model, job, steering, o, callbacks);
     const std::string& out = job.outDir;
     if (result.stopped) {

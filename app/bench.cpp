@@ -1,10 +1,11 @@
 // bench — speed and memory of the prefill -> decode loop, one row per model, as a table or JSON.
 //   bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]
-//         [--new-tokens N] [--repeat R] [--eval-images N] [--json] [--max-pixels N]
+//         [--new-tokens N] [--repeat R] [--eval-images N] [--study-plans P] [--json] [--max-pixels N]
 // Without --model it measures the reference checkpoint (../shared/reference/tiny-llava) and the
 // bundled demo model, whichever exist. Timings are the best of --repeat runs. Each model is
 // measured in a process of its own when several are given, so peak RSS is that model's alone.
 // Speed and memory targets live here, printed beside the numbers, never in timed tests.
+#include "BenchStudy.h"
 #include "CommandLine.h"
 #include "Error.h"
 #include "MemoryBudget.h"
@@ -42,7 +43,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]\n"
-    "             [--new-tokens N] [--repeat R] [--eval-images N (default 3; 0 skips eval)] [--json]\n"
+    "             [--new-tokens N] [--repeat R] [--eval-images N (default 3; 0 skips eval)] [--study-plans P (default 8)] [--json]\n"
     "             [--max-pixels N (Qwen: the image budget the memory check assumes; the bench's image is 640x480)]\n";
 
 // A deterministic synthetic photo-like image (smooth gradients), so the bench needs no files.
@@ -114,6 +115,7 @@ struct Row {
     double demoAtlasCost() const { return demoSteerMs > 0 ? demoAtlasMs / demoSteerMs : 0; }
     // Eval: items/s on a demo-pope set (6 questions per image), with and without prefix reuse.
     double evalItemsS = 0, evalNoReuseItemsS = 0;
+    StudyCost study;
     double evalReuseGain() const { return evalNoReuseItemsS > 0 ? evalItemsS / evalNoReuseItemsS : 0; }
     int64_t parameters = 0, promptTokens = 0, weightBytesPerToken = 0;
     double pairCost() const { return pairStepsS > 0 ? decodeTokS / pairStepsS : 0; }
@@ -188,8 +190,9 @@ void measureDemoAtlas(std::shared_ptr<Model> model, int repeat, Row& row) {
 
 // Eval's throughput: a demo-pope set of `images` ShapeWorld scenes (6 questions each, a box each),
 // steered with scale (c_v 2 over the box, no vectors needed), 4 new tokens, batches of 8 rows;
-// with the image's prefix computed once per image, and with every prompt prefilled whole.
-void measureEval(const std::shared_ptr<Model>& model, int images, int repeat, Row& row) {
+// with the image's prefix computed once per image, and with every prompt prefilled whole. Then a
+// study of `studyPlans` plans on the same items against one plan's eval (BenchStudy.h).
+void measureEval(const std::shared_ptr<Model>& model, int images, int studyPlans, int repeat, Row& row) {
     const fs::path dir = fs::temp_directory_path() / ("kvsteer-bench-eval-" + std::to_string(getpid()));
     demo::DemoPopeOptions o;
     o.images = images;
@@ -212,10 +215,11 @@ void measureEval(const std::shared_ptr<Model>& model, int images, int repeat, Ro
         }
         (reuse ? row.evalItemsS : row.evalNoReuseItemsS) = best;
     }
+    row.study = measureStudyCost(model, items, studyPlans, repeat);
     fs::remove_all(dir);
 }
 
-Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat, int evalImages) {
+Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat, int evalImages, int studyPlans) {
     Row row;
     LoadOptions o = options;
     o.reserveTokens = newTokens;
@@ -273,7 +277,7 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
         row.pairRssGB = peakResidentBytes() / 1e9;   // before the atlas's and eval's wider batches
         measureAtlas(session, plan, repeat, row);
         measureDemoAtlas(model, repeat, row);
-        if (evalImages > 0) measureEval(model, evalImages, repeat, row);
+        if (evalImages > 0) measureEval(model, evalImages, studyPlans, repeat, row);
     }
     row.encodeMs = vision ? bestEncode : 0;
     // Prefill throughput counts the image encode: it is part of getting the first token out.
@@ -312,6 +316,10 @@ nlohmann::json toJson(const Row& r) {
             {"demo_atlas_cost", r.demoAtlasCost()},
             {"eval_items_s", r.evalItemsS},
             {"eval_no_prefix_reuse_items_s", r.evalNoReuseItemsS},
+            {"study_plans", r.study.plans},
+            {"study_items", r.study.items},
+            {"study_ms", r.study.studyMs},
+            {"study_one_plan_eval_ms", r.study.evalMs},
             {"eval_prefix_reuse_gain", r.evalReuseGain()}};
 }
 
@@ -343,6 +351,10 @@ Row fromJson(const nlohmann::json& j) {
     r.demoDecodeMs = j.value("demo_separate_12_decode_ms", 0.0);
     r.evalItemsS = j.value("eval_items_s", 0.0);
     r.evalNoReuseItemsS = j.value("eval_no_prefix_reuse_items_s", 0.0);
+    r.study.plans = j.value("study_plans", 0);
+    r.study.items = j.value("study_items", int64_t(0));
+    r.study.studyMs = j.value("study_ms", 0.0);
+    r.study.evalMs = j.value("study_one_plan_eval_ms", 0.0);
     return r;
 }
 
@@ -421,6 +433,16 @@ void printTable(const std::vector<Row>& rows) {
     std::printf("\neval = items/s of `kvsteer eval` on a demo-pope set (ShapeWorld scenes, 6 questions per image, a box each; scale\n"
                 "c_v 2 over the box; 4 new tokens; 8 rows per batch): the image's prefix computed once per image, and every prompt\n"
                 "prefilled whole (--no-prefix-reuse).\n");
+    std::printf("\n| %-24s | %5s | %14s | %19s | %22s | %11s |\n", "model", "plans", "study items·plans/s", "separate evals", "study / one plan's eval",
+                "bound");
+    std::printf("|%s|%s|%s|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(7, '-').c_str(), std::string(16, '-').c_str(),
+                std::string(21, '-').c_str(), std::string(24, '-').c_str(), std::string(13, '-').c_str());
+    for (const Row& r : rows)
+        if (r.study.studyMs > 0)
+            std::printf("| %-24s | %5d | %14.2f | %19.2f | %21.2fx | %10.2fx |\n", r.model.c_str(), r.study.plans, r.study.itemPlansPerS(),
+                        r.study.separateItemPlansPerS(), r.study.ratio(), 1 + 0.35 * r.study.plans);
+    std::printf("\nstudy = the same items judged under P plans in one pass (scale over the box, c_v 0.5, 1, 2, 4 x c_k 0, 1; the\n"
+                "prefix and the unsteered answer once; KL measured), against one plan's eval; separate evals = P of them.\n");
 }
 
 // Decode's share of the roofline the issues ask for: 0.90 for an 8B (Llama-3), 0.85 for a 7B,
@@ -443,6 +465,8 @@ void printTargets(const std::vector<Row>& rows) {
         if (r.demoAtlasMs > 0) line(r, "demo atlas 4x3 / 12 steer runs", r.demoAtlasCost(), "<=", 0.5);
     for (const Row& r : rows)
         if (r.evalItemsS > 0) line(r, "eval prefix reuse gain", r.evalReuseGain(), ">=", 3.0);
+    for (const Row& r : rows)
+        if (r.study.studyMs > 0) line(r, ("study of " + std::to_string(r.study.plans) + " plans / one eval").c_str(), r.study.ratio(), "<=", 1 + 0.35 * r.study.plans);
     for (const Row& r : rows) {
         // Tiny models are bound by per-step overheads, not by weight bytes: no roofline for them.
         if (r.parameters < 100'000'000) continue;
@@ -475,7 +499,7 @@ void printTargets(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
     try {
-        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "max-pixels"}, {"json"});
+        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "study-plans", "max-pixels"}, {"json"});
         // --model may be repeated: collect them before handing the rest to the parser.
         std::vector<std::string> models;
         std::vector<char*> rest = {argv[0]};
@@ -495,6 +519,8 @@ int main(int argc, char** argv) {
         options.maxPixels = cl.getInt("max-pixels", 0);
         if (options.maxPixels < 0) throw Error("--max-pixels must be a positive number of pixels");
         const int newTokens = cl.getInt("new-tokens", 32), repeat = cl.getInt("repeat", 2), evalImages = cl.getInt("eval-images", 3);
+        const int studyPlans = cl.getInt("study-plans", 8);
+        if (studyPlans < 1) throw UsageError("--study-plans must be >= 1");
         const bool json = cl.has("json");
 
         setThreads(options.threads);
@@ -503,10 +529,11 @@ int main(int argc, char** argv) {
         for (const auto& dir : models) {
             Row r;
             if (models.size() == 1) {
-                r = measure(dir, options, newTokens, repeat, evalImages);
+                r = measure(dir, options, newTokens, repeat, evalImages, studyPlans);
             } else if (!measureInChild({argv[0], "--model", dir, "--json", "--dtype", options.dtype, "--device", options.device, "--threads",
                                         std::to_string(options.threads), "--new-tokens", std::to_string(newTokens), "--repeat",
                                         std::to_string(repeat), "--eval-images", std::to_string(evalImages),
+                                        "--study-plans", std::to_string(studyPlans),
                                         "--max-pixels", std::to_string(options.maxPixels)},
                                        r)) {
                 ++failures;

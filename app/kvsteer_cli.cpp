@@ -9,6 +9,7 @@
 #include "SteerCommands.h"
 #include "DemoCommands.h"
 #include "EvalCommands.h"
+#include "StudyCommands.h"
 #include "TokenizeCommand.h"
 #include "VectorsCommand.h"
 #include "HeatmapsCommand.h"
@@ -151,7 +152,8 @@ Command findCommand(const std::string& name) {
         {"demo-steer", commandDemoSteer}, {"train-demo", commandTrainDemo}, {"eval-demo", evalDemo},
         {"demo-corpus", commandDemoCorpus}, {"demo-images", commandDemoImages}, {"eval", commandEval},
         {"eval-merge", commandEvalMerge},   {"demo-pope", commandDemoPope},     {"tokenize", commandTokenize},
-        {"vectors", commandVectors},     {"heatmaps", commandHeatmaps},
+        {"vectors", commandVectors},     {"heatmaps", commandHeatmaps},     {"study", commandStudy},
+        {"study-merge", commandStudyMerge}, {"demo-study", commandDemoStudy},
     };
     for (const auto& [n, f] : table)
         if (n == name) return f;

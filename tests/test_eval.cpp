@@ -391,7 +391,33 @@ private slots:
         // The same folder with another steering spec is another run: refused, by name.
         const ProcessResult other = runCli(with({"--out", clean, "--cv", "8"}));
         QCOMPARE(other.exitCode, 1);
-        QVERIFY2(other.err.find("steering spec hash") != std::string::npos, other.err.c_str());
+        QVERIFY2(other.err.find("plan cv ([16.0] there, [8.0] here)") != std::string::npos, other.err.c_str());
+
+        // What eval's files record: the resolved plan, each item's image, cells and category, and
+        // intervals that resample images; a finished run run again keeps its timings; merged
+        // shards add theirs.
+        const json run = json::parse(std::ifstream(clean + "/run.json"));
+        QCOMPARE(run.at("plan").at("operator").get<std::string>(), std::string("add"));
+        QCOMPARE(run.at("plan").at("cv"), json::parse("[16.0]"));
+        QCOMPARE(summary.at("plan"), run.at("plan"));
+        QCOMPARE(summary.at("bootstrap").at("clustered_by").get<std::string>(), std::string("image"));
+        QCOMPARE(summary.at("bootstrap").at("clusters").get<int>(), 24);
+        const json firstItem = itemsById(clean).begin()->second;
+        QVERIFY(firstItem.at("image").get<std::string>().find("scene_") != std::string::npos);
+        QCOMPARE(firstItem.at("cells").at("source").get<std::string>(), std::string("box"));
+        QVERIFY(firstItem.at("cells").at("count").get<int>() > 0);
+        QVERIFY(!firstItem.at("category").get<std::string>().empty());
+        const json timingsBefore = json::parse(std::ifstream(clean + "/summary.json")).at("timings");
+        const ProcessResult again = runCli(with({"--out", clean}));
+        QVERIFY2(again.exitCode == 0, again.err.c_str());
+        QCOMPARE(json::parse(std::ifstream(clean + "/summary.json")).at("timings"), timingsBefore);
+        QVERIFY(timingsBefore.at("items_per_s").get<double>() > 0);
+        const json mergedTimings = json::parse(std::ifstream(merged + "/summary.json")).at("timings");
+        double shardSeconds = 0;
+        for (const std::string& s : shards) shardSeconds += json::parse(std::ifstream(s + "/summary.json")).at("timings").at("seconds").get<double>();
+        QCOMPARE(mergedTimings.at("seconds").get<double>(), shardSeconds);
+        QCOMPARE(mergedTimings.at("per_shard").size(), size_t(3));
+        QVERIFY(mergedTimings.at("prefill_ms").get<double>() <= 1000 * shardSeconds);
     }
 
     // Two real processes on one folder: the first is paused (SIGSTOP) as soon as its lock file

@@ -71,7 +71,15 @@ EvalItem parseItem(const nlohmann::json& j, const std::string& base) {
             if (!(box[0] < box[2] && box[1] < box[3])) throw LineError{"field \"box\" must have x0 < x1 and y0 < y1"};
             item.box = box;
         }
+        item.target = text(j, "target", false);
+        if (j.contains("objects")) {
+            const nlohmann::json& o = j["objects"];
+            if (!o.is_array() || !std::all_of(o.begin(), o.end(), [](const nlohmann::json& x) { return x.is_string(); }))
+                throw LineError{"field \"objects\" must be a list of strings (the object categories in the image)"};
+            item.objects = o.get<std::vector<std::string>>();
+        }
     }
+    item.category = text(j, "category", false);
     if (item.id.empty()) throw LineError{"the id is empty"};
     if (item.question.empty()) throw LineError{"the question is empty"};
     const std::string image = text(j, "image", pope);

@@ -5,7 +5,11 @@
 //   general:             {"id": "q7", "image": "scene.png", "question": "What color is the circle?",
 //                         "answer": "red" | ["red", "crimson"],
 //                         "mask": "rect:6,9,15,18" | "masks/q7.png",   (optional)
-//                         "box": [x0, y0, x1, y1]}                     (optional; image pixels)
+//                         "box": [x0, y0, x1, y1],                     (optional; image pixels)
+//                         "category": "colour",                        (optional; any string)
+//                         "target": "blue",                            (optional; the answer steering aims at)
+//                         "objects": ["circle", "square"]}             (optional; CHAIR's ground truth)
+// "category" is read in both forms; the rest only in the general one.
 // Without "image" the prompt is text only and steering addresses its token strip. Relative image
 // and mask paths are resolved against the images directory (--images), else the dataset's own
 // folder. A bad line is an error naming the file, the line and what was expected; with skipBad it
@@ -27,6 +31,9 @@ struct EvalItem {
     std::vector<std::string> answers;     // POPE: the label ("yes" / "no")
     std::string mask;                     // a MASK string (rect:, tokens:, an image or array file); "" = none
     std::optional<std::array<double, 4>> box;   // x0, y0, x1, y1 in the image's pixels
+    std::string category;                 // what scores are broken down by; "" = none
+    std::string target;                   // the answer a target set's steering aims at; "" = none
+    std::vector<std::string> objects;     // the objects in the image (CHAIR)
 };
 
 struct BadLine {

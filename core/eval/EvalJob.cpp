@@ -54,13 +54,17 @@ EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJo
     EvalJobResult result;
     result.totals = runEval(model, remaining, steering, options, run);
     result.stopped = result.totals.stopped;
+    // This run's time joins the folder's earlier runs' (a rerun of a finished run adds nothing).
+    if (result.totals.items > 0 || result.stopped) {
+        RunTimings timings;
+        timings.seconds = result.totals.totalMs / 1000;
+        timings.prefillMs = result.totals.prefillMs;
+        timings.decodeMs = result.totals.decodeMs;
+        timings.itemsTimed = result.totals.items;
+        recordRunTimings(job.outDir, timings);
+    }
     if (result.stopped) return result;
-    RunTimings timings;
-    timings.seconds = result.totals.totalMs / 1000;
-    timings.prefillMs = result.totals.prefillMs;
-    timings.decodeMs = result.totals.decodeMs;
-    timings.itemsTimed = result.totals.items;
-    result.summary = summarize(job.identity, readDoneItems(job.outDir), timings, readSkipped(job.outDir));
+    result.summary = summarize(job.identity, readDoneItems(job.outDir), readRunTimings(job.outDir), readSkipped(job.outDir));
     writeSummaryFiles(job.outDir, result.summary);
     return result;
 }

@@ -28,7 +28,8 @@ ordered_json identityJson(const RunIdentity& id) {
             {"steering_hash", id.steeringHash},
             {"metric", id.metric},
             {"max_new_tokens", id.maxNewTokens},
-            {"shard", {{"index", id.shardIndex}, {"count", id.shardCount}, {"items", id.shardItems}}}};
+            {"shard", {{"index", id.shardIndex}, {"count", id.shardCount}, {"items", id.shardItems}}},
+            {"plan", id.plan}};
 }
 
 RunIdentity identityFrom(const json& j, const std::string& file) {
@@ -45,6 +46,7 @@ RunIdentity identityFrom(const json& j, const std::string& file) {
         id.shardIndex = j.at("shard").at("index").get<int>();
         id.shardCount = j.at("shard").at("count").get<int>();
         id.shardItems = j.at("shard").at("items").get<int64_t>();
+        id.plan = j.value("plan", ordered_json());
         return id;
     } catch (const json::exception& e) {
         throw Error(file + ": not a kvsteer eval run file (" + e.what() + ")");
@@ -59,7 +61,17 @@ std::vector<std::string> differences(const RunIdentity& a, const RunIdentity& b,
     };
     check("dataset hash", a.datasetHash, b.datasetHash);
     check("model config hash", a.modelConfigHash, b.modelConfigHash);
-    check("steering spec hash", a.steeringHash, b.steeringHash);
+    if (a.steeringHash != b.steeringHash) {
+        // Name the plan's fields that differ; the hash alone when the plans read alike (the
+        // vector file's bytes, the mask or the sampling differ) or one was not recorded.
+        const size_t before = d.size();
+        if (a.plan.is_object() && b.plan.is_object())
+            for (auto it = b.plan.begin(); it != b.plan.end(); ++it) {
+                const ordered_json there = a.plan.value(it.key(), ordered_json());
+                if (there != it.value()) d.push_back("plan " + it.key() + " (" + there.dump() + " there, " + it.value().dump() + " here)");
+            }
+        if (d.size() == before) check("steering spec hash", a.steeringHash, b.steeringHash);
+    }
     check("metric", a.metric, b.metric);
     check("max new tokens", std::to_string(a.maxNewTokens), std::to_string(b.maxNewTokens));
     check("shard count", std::to_string(a.shardCount), std::to_string(b.shardCount));
@@ -91,10 +103,15 @@ std::string itemId(const json& item, const std::string& path, size_t line) {
 
 // Item k is line k + 1. An id twice means two runs wrote the folder at once (or lines were
 // copied in): counting both would weigh the item double, so the folder is refused instead.
-void checkOneLinePerId(const std::string& path, const std::vector<json>& items) {
+void checkOneLinePerId(const std::string& path, const std::vector<json>& items, const std::function<std::string(const json&)>& keyOf) {
     std::map<std::string, size_t> lineOf;
     for (size_t i = 0; i < items.size(); ++i) {
-        const std::string id = itemId(items[i], path, i + 1);
+        std::string id;
+        try {
+            id = keyOf ? keyOf(items[i]) : itemId(items[i], path, i + 1);
+        } catch (const json::exception& e) {
+            throw Error(path + ": line " + std::to_string(i + 1) + " is not an item line (" + e.what() + ")");
+        }
         const auto [it, fresh] = lineOf.emplace(id, i + 1);
         if (!fresh)
             throw Error(path + ": id \"" + id + "\" is on line " + std::to_string(it->second) + " and on line " + std::to_string(i + 1) +
@@ -119,17 +136,30 @@ std::string fixed(double v, int digits) {
     return s.str();
 }
 
+// The plan in one line, for a chart's title: "add, c_k [1], c_v [16], layers all, edit-only, red-to-blue.safetensors".
+std::string planLine(const ordered_json& plan) {
+    if (!plan.is_object()) return "plan not recorded";
+    std::string vectors = plan.value("vectors", "");
+    vectors = vectors.empty() ? "no vectors" : fs::path(vectors).filename().string();
+    std::string line = plan.value("operator", "?") + ", c_k " + plan.value("ck", json()).dump() + ", c_v " + plan.value("cv", json()).dump() +
+                       ", layers " + plan.value("layers", json("all")).dump() + ", " + plan.value("mode", "") + ", " + vectors;
+    std::string escaped;   // SVG text: & and < must be entities
+    for (char ch : line) escaped += ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : std::string(1, ch);
+    return escaped;
+}
+
 // Bars of each metric, unsteered beside steered, and below them each difference with its interval.
 std::string metricsSvg(const ordered_json& summary) {
     const ordered_json& u = summary.at("unsteered");
     const ordered_json& s = summary.at("steered");
     const ordered_json& diff = summary.at("difference");
-    const int n = int(u.size()), slot = 120, left = 60, top = 40, barH = 200, width = left + n * slot + 40;
+    const int n = int(u.size()), slot = 120, left = 60, top = 50, barH = 200, width = std::max(left + n * slot + 40, 640);
     std::ostringstream o;
     o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"470\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << left << "\" y=\"22\" font-size=\"14\">" << summary.at("items").get<int64_t>() << " items, metric "
       << summary.at("metric").get<std::string>() << ": unsteered (grey) and steered (blue)</text>\n"
+      << "<text x=\"" << left << "\" y=\"36\" font-size=\"11\" fill=\"#444\">" << planLine(summary.value("plan", ordered_json())) << "</text>\n"
       << "<line x1=\"" << left << "\" y1=\"" << top + barH << "\" x2=\"" << width - 20 << "\" y2=\"" << top + barH << "\" stroke=\"#444\"/>\n";
     int i = 0;
     for (auto it = u.begin(); it != u.end(); ++it, ++i) {
@@ -203,7 +233,9 @@ RunIdentity readRunIdentity(const std::string& dir) {
     return identityFrom(j, file);
 }
 
-std::vector<json> readDoneItems(const std::string& dir, bool repairTornLine) {
+std::vector<json> readDoneItems(const std::string& dir, bool repairTornLine) { return readDoneItems(dir, repairTornLine, {}); }
+
+std::vector<json> readDoneItems(const std::string& dir, bool repairTornLine, const std::function<std::string(const json&)>& keyOf) {
     const std::string path = (fs::path(dir) / "items.jsonl").string();
     if (!fs::exists(path)) return {};
     const std::string text = readTextFile(path);
@@ -226,7 +258,7 @@ std::vector<json> readDoneItems(const std::string& dir, bool repairTornLine) {
         }
         at = kept = end + 1;
     }
-    checkOneLinePerId(path, done);
+    checkOneLinePerId(path, done, keyOf);
     if (repairTornLine && kept < text.size()) fs::resize_file(path, kept);   // a killed run's torn last line
     return done;
 }
@@ -265,7 +297,10 @@ ordered_json itemJson(const EvalItemResult& r, EvalMetric metric) {
         if (metric == EvalMetric::Pope) c["said_yes"] = s.saidYes;
         return c;
     };
-    ordered_json j = {{"index", r.item->index}, {"id", r.item->id}, {"question", r.item->question}, {"answers", r.item->answers}};
+    ordered_json j = {{"index", r.item->index}, {"id", r.item->id}, {"image", r.item->image}, {"category", r.item->category},
+                      {"question", r.item->question}, {"answers", r.item->answers}};
+    j["cells"] = {{"source", r.cellsSource.empty() ? "vectors' mask or all" : r.cellsSource}, {"count", r.cells}};
+    if (r.item->box) j["cells"]["box"] = *r.item->box;
     if (metric == EvalMetric::Pope) j["label_yes"] = r.unsteeredScore.labelYes;
     j["unsteered"] = condition(r.unsteered, r.unsteeredScore);
     j["steered"] = condition(r.steered, r.steeredScore);
@@ -282,9 +317,12 @@ ordered_json summarize(const RunIdentity& identity, std::vector<json> items, con
     std::sort(items.begin(), items.end(), [](const json& a, const json& b) { return a.at("index").get<int64_t>() < b.at("index").get<int64_t>(); });
     const EvalMetric metric = parseEvalMetric(identity.metric);
     std::vector<ScoredAnswer> u, s;
+    std::vector<std::string> images;   // the bootstrap's clusters; an item without an image is its own
     int64_t changed = 0, b = 0, c = 0;
     std::map<std::string, int64_t> outcomes{{"same", 0}, {"different", 0}, {"degenerate", 0}};
     for (const json& item : items) {
+        const std::string image = item.value("image", "");
+        images.push_back(image.empty() ? "item " + item.at("id").get<std::string>() : image);
         u.push_back(scoredFrom(item, "unsteered"));
         s.push_back(scoredFrom(item, "steered"));
         changed += item.at("unsteered").at("ids") != item.at("steered").at("ids");
@@ -293,7 +331,8 @@ ordered_json summarize(const RunIdentity& identity, std::vector<json> items, con
         ++outcomes[item.at("outcome").get<std::string>()];
     }
     const auto mu = metricValues(metric, u), ms = metricValues(metric, s);
-    const auto intervals = pairedBootstrap(metric, u, s);
+    int clusters = 0;
+    const auto intervals = pairedBootstrap(metric, u, s, clusterIndices(images, &clusters));
     ordered_json unsteered, steered, difference;
     const std::vector<std::string> order = metric == EvalMetric::Pope ? std::vector<std::string>{"accuracy", "precision", "recall", "f1", "yes_ratio"}
                                                                       : std::vector<std::string>{"accuracy"};
@@ -311,11 +350,13 @@ ordered_json summarize(const RunIdentity& identity, std::vector<json> items, con
         {"unsteered", unsteered},
         {"steered", steered},
         {"difference", difference},
+        {"plan", identity.plan},
         {"mcnemar_p", mcnemarExactP(b, c)},
+        {"mcnemar", "exact, item-level (discordant items counted one by one)"},
         {"discordant", {{"right_to_wrong", b}, {"wrong_to_right", c}}},
         {"changed_fraction", n > 0 ? double(changed) / n : 0.0},
         {"outcomes", outcomes},
-        {"bootstrap", {{"resamples", 2000}, {"seed", 20261126}}},
+        {"bootstrap", {{"resamples", kBootstrapResamples}, {"seed", kBootstrapSeed}, {"clustered_by", "image"}, {"clusters", clusters}}},
         {"hashes",
          {{"dataset", identity.datasetHash},
           {"model_config", identity.modelConfigHash},
@@ -328,8 +369,13 @@ ordered_json summarize(const RunIdentity& identity, std::vector<json> items, con
          {{"items_per_s", timings.seconds > 0 ? double(timings.itemsTimed) / timings.seconds : 0.0},
           {"prefill_ms", timings.prefillMs},
           {"decode_ms", timings.decodeMs},
-          {"seconds", timings.seconds}}},
+          {"seconds", timings.seconds},
+          {"items_timed", timings.itemsTimed}}},
     };
+    if (!timings.perShard.is_null()) {
+        summary["timings"]["per_shard"] = timings.perShard;
+        summary["timings"]["note"] = "seconds, prefill_ms and decode_ms add the shards' own (their compute, however they were scheduled)";
+    }
     return summary;
 }
 
@@ -337,6 +383,32 @@ void writeSummaryFiles(const std::string& dir, const ordered_json& summary) {
     writeTextAtomically((fs::path(dir) / "summary.json").string(), summary.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
     writeTextAtomically((fs::path(dir) / "summary.csv").string(), summaryCsv(summary));
     writeTextAtomically((fs::path(dir) / "metrics.svg").string(), metricsSvg(summary));
+}
+
+void recordRunTimings(const std::string& dir, const RunTimings& run) {
+    const std::string line = ordered_json{{"seconds", run.seconds}, {"items", run.itemsTimed}, {"prefill_ms", run.prefillMs}, {"decode_ms", run.decodeMs}}.dump() + "\n";
+    std::FILE* f = std::fopen((fs::path(dir) / "runs.jsonl").c_str(), "ab");
+    if (!f) throw Error("output folder " + dir + ": cannot write runs.jsonl");
+    std::fwrite(line.data(), 1, line.size(), f);
+    std::fclose(f);
+}
+
+RunTimings readRunTimings(const std::string& dir) {
+    RunTimings total;
+    const std::string path = (fs::path(dir) / "runs.jsonl").string();
+    if (!fs::exists(path)) return total;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+        try {
+            const json j = json::parse(line);
+            total.seconds += j.value("seconds", 0.0);
+            total.itemsTimed += j.value("items", int64_t(0));
+            total.prefillMs += j.value("prefill_ms", 0.0);
+            total.decodeMs += j.value("decode_ms", 0.0);
+        } catch (const json::exception&) {   // a torn last line of a killed run: its time is lost, not its items
+        }
+    }
+    return total;
 }
 
 ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::string& out) {
@@ -358,6 +430,7 @@ ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::s
     std::vector<json> items, skipped;
     std::map<std::string, std::string> seen;   // id -> "its file, line N"
     RunTimings timings;
+    ordered_json perShard = ordered_json::array();
     for (size_t i = 0; i < shardDirs.size(); ++i) {
         // Read only: a shard folder is another run's, which may still be writing it.
         const std::vector<json> done = readDoneItems(shardDirs[i], false);
@@ -376,16 +449,18 @@ ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::s
         }
         for (const json& s : readSkipped(shardDirs[i])) skipped.push_back(s);
         const std::string summaryPath = (fs::path(shardDirs[i]) / "summary.json").string();
-        if (fs::exists(summaryPath)) {   // the shards ran side by side: the slowest one's time
-            const json t = json::parse(readTextFile(summaryPath)).at("timings");
-            timings.seconds = std::max(timings.seconds, t.value("seconds", 0.0));
-            timings.prefillMs += t.value("prefill_ms", 0.0);
-            timings.decodeMs += t.value("decode_ms", 0.0);
-        }
+        // Added up: whether the shards ran side by side or one after another is not known here.
+        const RunTimings t = readRunTimings(shardDirs[i]);
+        timings.seconds += t.seconds;
+        timings.prefillMs += t.prefillMs;
+        timings.decodeMs += t.decodeMs;
+        timings.itemsTimed += t.itemsTimed;
+        perShard.push_back({{"shard", ids[i].shardIndex}, {"folder", shardDirs[i]}, {"items", int64_t(done.size())}, {"seconds", t.seconds},
+                            {"items_per_s", t.seconds > 0 ? double(t.itemsTimed) / t.seconds : 0.0}});
     }
     if (!problems.empty()) throw Error("eval-merge: " + joined(problems));
     std::sort(items.begin(), items.end(), [](const json& a, const json& b) { return a.at("index").get<int64_t>() < b.at("index").get<int64_t>(); });
-    timings.itemsTimed = int64_t(items.size());
+    timings.perShard = perShard;
     RunIdentity merged = first;
     merged.shardIndex = 0;
     merged.shardCount = 1;

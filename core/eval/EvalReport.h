@@ -1,10 +1,14 @@
 #pragma once
 // The files of an eval run, in its output folder:
-//   run.json       what the run is: dataset, model, steering spec and metric (by hash), the shard.
+//   run.json       what the run is: dataset, model, steering spec and metric (by hash), the
+//                  resolved plan (operator, c_k, c_v, layers, heads, mode, vectors), the shard.
 //                  A run continued in the same folder, and shards merged, must match it.
-//   items.jsonl    one line per item, appended and flushed as each batch ends: index, id,
-//                  question, answers, and per condition ("unsteered", "steered") ids, text,
-//                  correct (and said_yes for pope); the outcome class, timings.
+//   items.jsonl    one line per item, appended and flushed as each batch ends: index, id, image,
+//                  category, question, answers, the cells steered, and per condition
+//                  ("unsteered", "steered") ids, text, correct (and said_yes for pope); the
+//                  outcome class, timings.
+//   runs.jsonl     one line per run that worked in the folder (a first run, each continuation):
+//                  its seconds, items and prefill / decode time; the summary's timings add them.
 //   skipped.jsonl  the bad lines and items a --skip-bad run recorded
 //   summary.json, summary.csv, metrics.svg   written at the end, each atomically
 //   .kvsteer.lock  the FolderLock of the run (or merge) writing the folder, and who that is
@@ -16,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,13 +35,15 @@ struct RunIdentity {
     int maxNewTokens = 0;
     int shardIndex = 0, shardCount = 1;
     int64_t shardItems = 0;          // the items this shard evaluates
+    nlohmann::ordered_json plan;     // the resolved plan, for people (its hash is in steeringHash); null = not recorded
 };
 
 // --shard K/N: the item's stable hash of its id, mod N, is K.
 bool inShard(const EvalItem& item, int shardIndex, int shardCount);
 
 // Makes `dir` (when new) and writes run.json, or checks the one there: a run of another dataset,
-// model, steering spec, metric, budget or shard is refused naming each field that differs.
+// model, steering spec, metric, budget or shard is refused naming each field that differs, and
+// each field of the plan with both values.
 void openRunDirectory(const std::string& dir, const RunIdentity& identity);
 RunIdentity readRunIdentity(const std::string& dir);
 
@@ -45,6 +52,10 @@ RunIdentity readRunIdentity(const std::string& dir);
 // after the last whole item (only the folder's writer may repair it). An id on two lines is an
 // Error naming both lines: each item is counted once.
 std::vector<nlohmann::json> readDoneItems(const std::string& dir, bool repairTornLine = true);
+// The same with another key than "id" for what must be on one line only (a study's lines are
+// one per item and plan); `keyOf` throws nlohmann::json::exception for a line without one.
+std::vector<nlohmann::json> readDoneItems(const std::string& dir, bool repairTornLine,
+                                          const std::function<std::string(const nlohmann::json&)>& keyOf);
 
 // The bad lines and items recorded in `dir`'s skipped.jsonl ({"id", "line", "error"}).
 std::vector<nlohmann::json> readSkipped(const std::string& dir);
@@ -67,10 +78,16 @@ private:
 nlohmann::ordered_json itemJson(const EvalItemResult& r, EvalMetric metric);
 
 struct RunTimings {
-    double seconds = 0;              // wall time of the run(s) that made these items
+    double seconds = 0;              // wall time of the run(s) that made these items, added
     double prefillMs = 0, decodeMs = 0;
     int64_t itemsTimed = 0;          // items evaluated in that time
+    nlohmann::ordered_json perShard; // merged shards: each one's timings (null otherwise)
 };
+
+// Appends one run's timings to dir/runs.jsonl, and reads them all back added up (a folder whose
+// items were made by a first run and its continuations).
+void recordRunTimings(const std::string& dir, const RunTimings& run);
+RunTimings readRunTimings(const std::string& dir);
 
 // The summary of `items` (any order; dataset order is restored): per condition the metric's
 // values, the differences with paired-bootstrap 95 % intervals, McNemar's exact p for accuracy,

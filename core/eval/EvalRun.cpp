@@ -3,16 +3,19 @@
 #include "Error.h"
 #include "eval/BoxCells.h"
 #include "generate/BatchDecode.h"
+#include "generate/LogProbs.h"
 #include "io/Image.h"
 #include "models/Model.h"
 #include "steer/Mask.h"
 #include "steer/SideBySide.h"
 #include "steer/SteeredRun.h"
 
+#include <ATen/ops/count_nonzero.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -34,14 +37,15 @@ int64_t preparedBytes(const TextConfig& t, int64_t tokens) {
     return 2 * 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * tokens * int64_t(sizeof(float));
 }
 
-// One question on its way to decoding: its prompt and plan, then its own session (the snapshot),
-// the edited cache and the budget.
+// One question on its way to decoding: its prompt and plans (one per steering plan of the run),
+// then its own session (the snapshot), the edited caches and the budget.
 struct PreparedItem {
     const EvalItem* item = nullptr;
     Prompt prompt;
-    SteeringPlan plan;
+    std::vector<SteeringPlan> plans;
+    std::vector<std::string> cellsSources;   // per plan: where its cells came from
     std::unique_ptr<Session> session;
-    SteeredRunStart start;
+    std::vector<SteeredRunStart> starts;     // per plan
     bool prefixReused = false;
     double prefillMs = 0;
 };
@@ -64,9 +68,9 @@ struct ImageState {
 // the image's prefix as one batch (Session::prefillFromShared).
 class EvalRunner {
 public:
-    EvalRunner(const std::shared_ptr<const Model>& model, const EvalSteering& steering, const EvalOptions& options, EvalTotals& totals,
-               size_t maxWaiting)
-        : model_(model), steering_(steering), options_(options), totals_(totals), maxWaiting_(maxWaiting) {}
+    EvalRunner(const std::shared_ptr<const Model>& model, const std::vector<EvalSteering>& steerings, const EvalOptions& options,
+               EvalTotals& totals, size_t maxWaiting)
+        : model_(model), steerings_(steerings), options_(options), totals_(totals), maxWaiting_(maxWaiting) {}
 
     void add(const EvalItem& item, std::vector<PreparedItem>& ready) {
         if (!waiting_.empty() && item.image != current_.path) finish(ready);
@@ -75,8 +79,12 @@ public:
             p.item = &item;
             const ImageU8* image = imageFor(item);
             p.prompt = image ? buildImagePrompt(*model_, item.question, false, current_.prepared) : buildPrompt(*model_, item.question, false, nullptr);
-            p.plan = makePlan(steering_.plan, steering_.vectors, steering_.vectorsInfo, strengthFor(item, p.prompt, image), p.prompt.span,
-                              model_->config().text.numLayers);
+            for (const EvalSteering& steering : steerings_) {
+                std::string source;
+                p.plans.push_back(makePlan(steering.plan, steering.vectors, steering.vectorsInfo, strengthFor(item, p.prompt, image, steering, source),
+                                           p.prompt.span, model_->config().text.numLayers));
+                p.cellsSources.push_back(source);
+            }
             p.session = std::make_unique<Session>(model_);
             waiting_.push_back(std::move(p));
         } catch (const Error& e) {
@@ -99,8 +107,11 @@ public:
         for (PreparedItem& p : waiting_) {
             try {
                 bool cancelled = false;
-                p.start = beginSteeredRun(*p.session, p.prompt, p.plan, options_.generation, {}, &cancelled);
-                if (!p.prefixReused && p.prefillMs == 0) p.prefillMs = p.start.prefillMs;
+                // The first plan's start prefills (unless the prefix batch did); the others find
+                // the session holding the prompt and only check that their plan fits it.
+                for (const SteeringPlan& plan : p.plans)
+                    p.starts.push_back(beginSteeredRun(*p.session, p.prompt, plan, options_.generation, {}, &cancelled));
+                if (!p.prefixReused && p.prefillMs == 0) p.prefillMs = p.starts.front().prefillMs;
                 totals_.prefillMs += p.prefillMs;
                 ready.push_back(std::move(p));
             } catch (const Error& e) {
@@ -174,10 +185,17 @@ private:
         return &*current_.image;
     }
 
-    at::Tensor strengthFor(const EvalItem& item, const Prompt& prompt, const ImageU8* image) const {
-        if (item.box) return boxStrength(*item.box, *image, prompt);
-        const std::string& mask = !item.mask.empty() ? item.mask : steering_.mask;
-        if (mask.empty()) return steering_.strength;
+    // The item's cells under one steering: its box, its mask, the spec's mask or painted map, else
+    // (undefined) the vector file's mask or every cell; `source` says which.
+    static at::Tensor strengthFor(const EvalItem& item, const Prompt& prompt, const ImageU8* image, const EvalSteering& steering,
+                                  std::string& source) {
+        if (item.box) {
+            source = "box";
+            return boxStrength(*item.box, *image, prompt);
+        }
+        const std::string& mask = !item.mask.empty() ? item.mask : steering.mask;
+        source = !item.mask.empty() ? "mask " + item.mask : !mask.empty() ? "spec mask " + mask : steering.strength.defined() ? "painted map" : "";
+        if (mask.empty()) return steering.strength;
         return loadMask(mask, prompt.span.gridHeight, prompt.span.gridWidth);
     }
 
@@ -186,7 +204,7 @@ private:
     }
 
     std::shared_ptr<const Model> model_;
-    const EvalSteering& steering_;
+    const std::vector<EvalSteering>& steerings_;
     const EvalOptions& options_;
     EvalTotals& totals_;
     size_t maxWaiting_;
@@ -195,66 +213,118 @@ private:
     std::vector<FailedItem> failures_;
 };
 
-// Decodes the prepared items' pairs: items whose caches hold the same number of tokens at the same
-// positions share a batch (two rows each, up to batchRows rows). Each item's snapshot goes into the
-// batch twice and its plan is applied straight into the second copy (as prepareSteeredRun does
-// into its pair's batch), so an item costs its two rows and no steered copy besides. A stop
-// request ends it after the current batch: only the items decoded come back.
+// One row of a decode batch: an item's unsteered answer (plan -1) or one plan's steered answer.
+struct RowJob {
+    size_t item = 0;
+    int plan = -1;
+};
+
+DecodeRow decodeRowFor(const PreparedItem& p, const GenerationOptions& generation, const std::vector<at::Tensor>& attentionBias) {
+    DecodeRow row;
+    row.seedToken = p.session->lastPromptToken();
+    row.maxNewTokens = p.starts.front().maxNewTokens;
+    row.sampling = generation.sampling;
+    row.stopAtEos = generation.stopAtEos;
+    row.attentionBias = attentionBias;
+    return row;
+}
+
+// The total log-prob of `ids` as the answer under `cache` (teacher-forced, as steer --target).
+double targetLogProb(const Session& session, const KVCache& cache, const std::vector<int64_t>& ids, const std::vector<at::Tensor>& bias) {
+    double total = 0;
+    for (double lp : continuationLogProbs(session, cache, session.lastPromptToken(), ids, bias)) total += lp;
+    return total;
+}
+
+// Decodes the prepared items' rows: per item its unsteered row, then one steered row per plan, all
+// of items whose caches hold the same number of tokens at the same positions in batches of
+// batchRows rows (eval's one plan: its pairs, batchRows / 2 questions a batch). Each row starts
+// from a copy of its item's snapshot, and a plan is applied straight into its row (as
+// prepareSteeredRun does into its pair's batch), so a plan costs its row and no copy besides. A
+// stop request ends it after the current batch: only items with every row decoded come back.
 std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, const EvalOptions& options, EvalTotals& totals,
                                         const std::function<bool()>& stopRequested) {
-    std::vector<EvalItemResult> results(prepared.size());
-    std::vector<bool> decoded(prepared.size(), false);
-    std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> groups;
+    const size_t planCount = prepared.empty() ? 0 : prepared.front().plans.size();
+    std::vector<std::vector<EvalItemResult>> results(prepared.size(), std::vector<EvalItemResult>(planCount));
+    std::vector<Generation> unsteered(prepared.size());
+    std::vector<at::Tensor> firstLogProbs(prepared.size());   // the unsteered row's first step (measures)
+    std::vector<size_t> rowsDone(prepared.size(), 0);
+    std::map<std::pair<int64_t, int64_t>, std::vector<RowJob>> groups;
     for (size_t i = 0; i < prepared.size(); ++i) {
         const KVCache& s = prepared[i].session->snapshot();
-        groups[{s.size(), s.positionOffset}].push_back(i);
+        for (int plan = -1; plan < int(planCount); ++plan) groups[{s.size(), s.positionOffset}].push_back({i, plan});
     }
-    const size_t perBatch = size_t(std::max(1, options.batchRows / 2));
-    for (const auto& [key, members] : groups)
-        for (size_t first = 0; first < members.size(); first += perBatch) {
+    const size_t perBatch = size_t(options.batchRows);
+    for (const auto& [key, jobs] : groups)
+        for (size_t first = 0; first < jobs.size(); first += perBatch) {
             if (stopRequested && stopRequested()) break;
-            const size_t end = std::min(members.size(), first + perBatch);
+            const std::vector<RowJob> batchJobs(jobs.begin() + long(first), jobs.begin() + long(std::min(jobs.size(), first + perBatch)));
             std::vector<const KVCache*> snapshots;
             int longest = 0;
-            for (size_t k = first; k < end; ++k) {
-                const PreparedItem& p = prepared[members[k]];
-                snapshots.push_back(&p.session->snapshot());
-                longest = std::max(longest, p.start.maxNewTokens);
+            for (const RowJob& job : batchJobs) {
+                snapshots.push_back(&prepared[job.item].session->snapshot());
+                longest = std::max(longest, prepared[job.item].starts.front().maxNewTokens);
             }
-            KVCache batch = pairBatch(snapshots, longest);
+            KVCache batch = KVCache::stackRows(snapshots, snapshots.front()->size() + longest + 1);
             std::vector<DecodeRow> rows;
-            for (size_t k = first; k < end; ++k) {
-                PreparedItem& p = prepared[members[k]];
-                editSteeredRow(*p.session, p.plan, batch, int64_t(2 * (k - first) + 1), p.start);
-                GenerationOptions g = options.generation;
-                g.maxNewTokens = p.start.maxNewTokens;
-                const std::array<DecodeRow, 2> pair = pairRows(*p.session, p.start.steered, g);
-                rows.push_back(pair[0]);
-                rows.push_back(pair[1]);
+            for (size_t r = 0; r < batchJobs.size(); ++r) {
+                PreparedItem& p = prepared[batchJobs[r].item];
+                const int plan = batchJobs[r].plan;
+                if (plan < 0) {
+                    rows.push_back(decodeRowFor(p, options.generation, {}));
+                    continue;
+                }
+                editSteeredRow(*p.session, p.plans[size_t(plan)], batch, int64_t(r), p.starts[size_t(plan)]);
+                rows.push_back(decodeRowFor(p, options.generation, p.starts[size_t(plan)].steered.attentionBias));
             }
-            const BatchResult r = decodeBatch(*prepared[members[first]].session, std::move(batch), rows);
-            totals.decodeMs += r.decodeMs;
-            for (size_t k = first; k < end; ++k) {
-                EvalItemResult& out = results[members[k]];
-                out.unsteered = r.rows[2 * (k - first)];
-                out.steered = r.rows[2 * (k - first) + 1];
-                out.decodeMs = r.decodeMs;
-                decoded[members[k]] = true;
+            BatchCallbacks measure;
+            if (options.measures)
+                measure.onStep = [&](const BatchStep& step) {
+                    if (step.step != 0) return;
+                    for (size_t r = 0; r < batchJobs.size(); ++r) {   // the unsteered row comes before its plans' rows
+                        const RowJob& job = batchJobs[r];
+                        const at::Tensor lp = logProbabilities(*step.tokens[r].logits);
+                        if (job.plan < 0) firstLogProbs[job.item] = lp;
+                        else results[job.item][size_t(job.plan)].firstStepKl = klDivergence(firstLogProbs[job.item], lp);
+                    }
+                };
+            const BatchResult decoded = decodeBatch(*prepared[batchJobs.front().item].session, std::move(batch), rows, measure);
+            totals.decodeMs += decoded.decodeMs;
+            for (size_t r = 0; r < batchJobs.size(); ++r) {
+                const RowJob& job = batchJobs[r];
+                ++rowsDone[job.item];
+                if (job.plan < 0) unsteered[job.item] = decoded.rows[r];
+                else results[job.item][size_t(job.plan)].steered = decoded.rows[r];
+                for (EvalItemResult& out : results[job.item]) out.decodeMs += decoded.decodeMs / double(batchJobs.size());
             }
         }
     std::vector<EvalItemResult> done;
     for (size_t i = 0; i < prepared.size(); ++i) {
-        if (!decoded[i]) continue;
-        EvalItemResult& out = results[i];
+        if (rowsDone[i] != planCount + 1) continue;
         const PreparedItem& p = prepared[i];
-        out.item = p.item;
-        out.prefixReused = p.prefixReused;
-        out.prefillMs = p.prefillMs;
-        out.editMs = p.start.steered.editMs;
-        out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item);
-        out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item);
-        out.outcome = classifyCell(out.steered, out.unsteered);
-        done.push_back(std::move(out));
+        const std::vector<int64_t> targetIds =
+            options.measures && !p.item->target.empty() ? p.session->model().tokenizer().encode(p.item->target, false) : std::vector<int64_t>();
+        const double targetUnsteered = targetIds.empty() ? std::nan("") : targetLogProb(*p.session, p.session->snapshot(), targetIds, {});
+        for (size_t k = 0; k < planCount; ++k) {
+            EvalItemResult& out = results[i][k];
+            const SteeredRunStart& start = p.starts[k];
+            out.item = p.item;
+            out.plan = int(k);
+            out.unsteered = unsteered[i];
+            out.prefixReused = p.prefixReused;
+            out.prefillMs = k == 0 ? p.prefillMs : 0;
+            out.editMs = start.steered.editMs;
+            out.cellsSource = p.cellsSources[k];
+            out.cells = start.notices.nothingPainted ? 0 : at::count_nonzero(p.plans[k].strength).item<int64_t>();
+            out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item);
+            out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item);
+            out.outcome = classifyCell(out.steered, out.unsteered);
+            if (!targetIds.empty()) {
+                out.targetLogProbUnsteered = targetUnsteered;
+                out.targetLogProbSteered = targetLogProb(*p.session, start.steered.cache, targetIds, start.steered.attentionBias);
+            }
+            done.push_back(std::move(out));
+        }
     }
     return done;
 }
@@ -280,8 +350,14 @@ ScoredAnswer scoreAnswer(EvalMetric metric, const Generation& answer, const Eval
 
 EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<const EvalItem*>& items, const EvalSteering& steering,
                    const EvalOptions& options, const EvalCallbacks& callbacks) {
+    return runEval(model, items, std::vector<EvalSteering>{steering}, options, callbacks);
+}
+
+EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<const EvalItem*>& items, const std::vector<EvalSteering>& plans,
+                   const EvalOptions& options, const EvalCallbacks& callbacks) {
     c10::NoGradGuard noGrad;
     if (options.batchRows < 2 || options.batchRows > 8) throw Error("eval: a batch holds 2 to 8 rows (two per question)");
+    if (plans.empty()) throw Error("eval: no steering plan");
     const auto t0 = std::chrono::steady_clock::now();
     EvalTotals totals;
     // Items are prepared eight batches at a time, so questions whose prompts have the same length
@@ -291,7 +367,7 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
     // questions' worth).
     const TextConfig& t = model->config().text;
     const size_t perChunk = size_t(options.batchRows / 2) * 8;
-    EvalRunner runner(model, steering, options, totals, perChunk);
+    EvalRunner runner(model, plans, options, totals, perChunk);
     const std::vector<const EvalItem*> order = evalOrder(items);
     auto reportFailures = [&] {
         for (const FailedItem& f : runner.takeFailures()) {

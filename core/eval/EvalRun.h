@@ -1,5 +1,7 @@
 #pragma once
-// runEval: every item of a dataset answered unsteered and steered, scored, one result per item.
+// runEval: every item of a dataset answered unsteered and steered by each of one or more plans,
+// scored, one result per item and plan. With several plans (a study) an item's prompt is
+// prefilled and its unsteered answer decoded once; each plan edits its own row of a batch.
 // Each item is exactly a `kvsteer steer` run with the same settings (beginSteeredRun, the plan
 // applied into its steered row with editSteeredRow, then the pair's rows of the one decode loop),
 // so its two answers' ids equal steer's; what differs is only what is shared between items:
@@ -12,7 +14,8 @@
 //   - batching: the unsteered and steered rows of several questions decode as one batch (rows of
 //     equal cache length; ended rows leave the batch), up to batchRows rows per forward pass.
 // Items are processed grouped by image (in order of first appearance; dataset order inside a
-// group), so a resumed run processes the same order.
+// group), so a resumed run processes the same order. A row's bits do not depend on what else is in
+// its batch (BatchDecode.h), so a plan's answers in a study equal `eval` of that plan alone.
 #include "eval/EvalDataset.h"
 #include "eval/Scoring.h"
 #include "generate/Session.h"
@@ -21,6 +24,7 @@
 #include "steer/SteeringVectors.h"
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,21 +52,33 @@ struct EvalOptions {
     int batchRows = 8;              // decode rows per forward pass, two per question (2..8)
     bool prefixReuse = true;
     bool skipBad = false;           // an item that fails (unreadable image, box outside it) is reported and skipped
+    // Also measure each steered answer beyond its text: the first step's KL and, for an item with
+    // a target, the target's teacher-forced log-prob under both caches (steer --json --target).
+    bool measures = false;
 };
 
 struct EvalItemResult {
     const EvalItem* item = nullptr;
+    int plan = 0;                   // which of runEval's plans steered it
     Generation unsteered, steered;
     ScoredAnswer unsteeredScore, steeredScore;
     AtlasOutcome outcome = AtlasOutcome::Same;
     bool prefixReused = false;      // this item's prompt continued from a shared prefix
     double prefillMs = 0;           // this item's own prefill (the shared prefix counted where it was computed)
     double editMs = 0;
-    double decodeMs = 0;            // its batch's decode
+    double decodeMs = 0;            // its rows' share of their batches' decode (the unsteered row and every plan's)
+    std::string cellsSource;        // where the steered cells came from: box, mask, spec mask, painted map, vectors' mask or all
+    int64_t cells = 0;              // the cells (or tokens) the plan steers: nonzero strength
+    // With EvalOptions::measures (NaN otherwise, or without a target):
+    double firstStepKl = std::numeric_limits<double>::quiet_NaN();   // KL(unsteered || steered) of the first token, nats
+    double targetLogProbUnsteered = std::numeric_limits<double>::quiet_NaN();
+    double targetLogProbSteered = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct EvalCallbacks {
-    std::function<void(const EvalItemResult&)> onItem;   // as each batch ends, in processing order
+    // As each batch ends, in processing order; an item's results (one per plan, in plan order)
+    // come one after another, and only once all its plans are decoded.
+    std::function<void(const EvalItemResult&)> onItem;
     std::function<void(const EvalItem&, const std::string& error)> onSkipped;
     std::function<bool()> stopRequested;                 // asked between batches
 };
@@ -80,6 +96,10 @@ std::vector<const EvalItem*> evalOrder(const std::vector<const EvalItem*>& items
 // The score of one answer against an item.
 ScoredAnswer scoreAnswer(EvalMetric metric, const Generation& answer, const EvalItem& item);
 
+EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<const EvalItem*>& items, const std::vector<EvalSteering>& plans,
+                   const EvalOptions& options, const EvalCallbacks& callbacks);
+
+// One plan: eval's case.
 EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<const EvalItem*>& items, const EvalSteering& steering,
                    const EvalOptions& options, const EvalCallbacks& callbacks);
 

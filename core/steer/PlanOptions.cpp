@@ -2,7 +2,9 @@
 
 #include "Error.h"
 #include "models/Prompt.h"
+#include "models/Model.h"
 #include "models/ModelRegistry.h"
+#include "steer/SteeringOperator.h"
 
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
@@ -16,6 +18,27 @@ PlanOptions resolvePlanOptions(const PlanOptions& options, const SteeringFileInf
     r.ck = !options.ck.empty() ? options.ck : !file.ck.empty() ? file.ck : std::vector<double>{1.0};
     r.cv = !options.cv.empty() ? options.cv : !file.cv.empty() ? file.cv : std::vector<double>{1.0};
     return r;
+}
+
+void checkPlanChoices(const PlanOptions& resolved, const SteeringVectors* vectors, const Model& model) {
+    const TextConfig& t = model.config().text;
+    const SteeringOperator op = parseOperator(resolved.op);
+    for (const auto& [name, values] : {std::pair<const char*, const std::vector<double>*>{"c_k", &resolved.ck}, {"c_v", &resolved.cv}})
+        if (values->size() != 1 && values->size() != size_t(t.numLayers))
+            throw Error(std::string(name) + " has " + std::to_string(values->size()) + " values, but the model has " + std::to_string(t.numLayers) +
+                        " layers: give one value or " + std::to_string(t.numLayers));
+    for (int l : resolved.layers.value_or(std::vector<int>()))
+        if (l < 0 || l >= t.numLayers)
+            throw Error("layer " + std::to_string(l) + " does not exist: the model has layers 0.." + std::to_string(t.numLayers - 1));
+    for (int h : resolved.heads)
+        if (h < 0 || h >= t.numKvHeads)
+            throw Error("KV head " + std::to_string(h) + " does not exist: the model has KV heads 0.." + std::to_string(t.numKvHeads - 1));
+    if (!operatorNeedsVectors(op)) return;
+    if (!vectors) throw Error("operator '" + resolved.op + "' needs steering vectors");
+    if ((vectors->keySpace == KeySpace::PreRope) != (op == SteeringOperator::PreRope))
+        throw Error("operator '" + resolved.op + "' needs " + (op == SteeringOperator::PreRope ? "pre-rope" : "post-rope") +
+                        " key vectors, these are " + keySpaceName(vectors->keySpace),
+                    {Remedy::MatchingKeySpace});
 }
 
 SteeringPlan makePlan(const PlanOptions& chosen, const SteeringVectors* vectors, const SteeringFileInfo& file,

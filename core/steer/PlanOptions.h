@@ -30,6 +30,12 @@ struct PlanOptions {
 // defaults: the operator, layers (empty = all), c_k and c_v that makePlan applies. Echo this.
 PlanOptions resolvePlanOptions(const PlanOptions& options, const SteeringFileInfo& file);
 
+// Whether a resolved plan can apply to `model` at all, before any item is run: its operator is
+// known, c_k and c_v have one value or one per layer, its layers and heads exist, and an operator
+// that needs vectors has them in the key space it needs. Throws kvsteer::Error naming the field,
+// the value and what fits ("c_v has 2 values, but the model has 4 layers: give one value or 4").
+void checkPlanChoices(const PlanOptions& resolved, const SteeringVectors* vectors, const Model& model);
+
 // The plan for `options` over the painted `strength` [grid_h, grid_w] (undefined: the file's mask,
 // else every image cell at 1, or on a text prompt's token strip the last cached token). `vectors` may be null only for an operator that needs none. Throws
 // kvsteer::Error for an unknown operator, a missing vector file or a map of the wrong grid.

@@ -1,0 +1,325 @@
+#include "study/StudyJob.h"
+
+#include "Error.h"
+#include "eval/Chair.h"
+#include "eval/EvalReport.h"
+#include "io/FolderLock.h"
+#include "io/TextFile.h"
+#include "models/Model.h"
+#include "steer/Atlas.h"
+#include "study/StudyFiles.h"
+#include "study/StudySummary.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace kvsteer {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+// An item line's key: what must be on one line only.
+std::string lineKey(const json& line) {
+    return line.at("dataset").get<std::string>() + "/" + line.at("id").get<std::string>() + "#" + std::to_string(line.at("plan").get<int>());
+}
+std::string itemKey(const std::string& dataset, const std::string& id) { return dataset + "/" + id; }
+
+// Every leaf of a JSON value by its path ("shard.count"), to name what differs between two.
+void flatten(const json& j, const std::string& path, std::map<std::string, json>& out) {
+    if (j.is_object() && !j.empty()) {
+        for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), path.empty() ? it.key() : path + "." + it.key(), out);
+    } else {
+        out[path] = j;
+    }
+}
+
+std::vector<std::string> differences(const json& there, const json& here, const std::set<std::string>& ignored) {
+    std::map<std::string, json> a, b;
+    flatten(there, "", a);
+    flatten(here, "", b);
+    std::set<std::string> keys;
+    for (const auto& [k, v] : a) keys.insert(k);
+    for (const auto& [k, v] : b) keys.insert(k);
+    std::vector<std::string> d;
+    for (const std::string& k : keys) {
+        if (ignored.count(k)) continue;
+        const json x = a.count(k) ? a[k] : json(), y = b.count(k) ? b[k] : json();
+        if (x != y) d.push_back(k + " (" + x.dump() + " there, " + y.dump() + " here)");
+    }
+    return d;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+    std::string s;
+    for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
+    return s;
+}
+
+ordered_json chairJson(const ChairScore& c) {
+    std::vector<std::string> words;
+    for (const ChairMention& m : c.hallucinatedMentions) words.push_back(m.text);
+    return {{"mentions", c.mentions}, {"hallucinated", c.hallucinated}, {"ground_truth", c.groundTruth}, {"recalled", c.recalled},
+            {"hallucinated_words", words}};
+}
+
+json numberOrNull(double v) { return std::isnan(v) ? json() : json(v); }
+
+// One line of items.jsonl: an item under one plan.
+ordered_json studyItemJson(const EvalItemResult& r, const StudyDataset& set, const StudyPlan& plan) {
+    const EvalItem& item = *r.item;
+    auto condition = [&](const Generation& g) {
+        ordered_json c = {{"ids", g.ids}, {"text", g.text}, {"correct", studyAnswerCorrect(set, g.text, item)}};
+        if (!item.target.empty()) c["hits_target"] = studyAnswerHitsTarget(set, g.text, item);
+        if (set.metric.chair) c["chair"] = chairJson(scoreCaption(*set.table, g.text, item.objects));
+        if (!set.metric.chair && set.metric.eval == EvalMetric::Pope) c["said_yes"] = popeSaysYes(g.text);
+        return c;
+    };
+    ordered_json j = {{"dataset", set.name}, {"id", item.id}, {"index", item.index}, {"plan", plan.index}, {"plan_hash", plan.hash},
+                      {"image", item.image}, {"category", item.category}};
+    j["cells"] = {{"source", r.cellsSource.empty() ? "vectors' mask or all" : r.cellsSource}, {"count", r.cells}};
+    if (item.box) j["cells"]["box"] = *item.box;
+    j["question"] = item.question;
+    j["answers"] = item.answers;
+    if (!item.target.empty()) j["target"] = item.target;
+    if (!set.metric.chair && set.metric.eval == EvalMetric::Pope)
+        j["label_yes"] = !item.answers.empty() && normalizeAnswer(item.answers.front()) == "yes";
+    j["unsteered"] = condition(r.unsteered);
+    j["steered"] = condition(r.steered);
+    j["outcome"] = outcomeName(r.outcome);
+    j["first_step_kl"] = numberOrNull(r.firstStepKl);
+    if (!item.target.empty())
+        j["target_logprob"] = {{"unsteered", numberOrNull(r.targetLogProbUnsteered)}, {"steered", numberOrNull(r.targetLogProbSteered)}};
+    j["timings"] = {{"prefix_reused", r.prefixReused}, {"prefill_ms", r.prefillMs}, {"edit_ms", r.editMs}, {"decode_ms", r.decodeMs}};
+    return j;
+}
+
+// Appends an item's lines (all its plans) in one write, flushed to disk.
+void appendLines(const std::string& dir, const std::vector<ordered_json>& lines) {
+    std::string text;
+    for (const ordered_json& l : lines) text += l.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    std::FILE* f = std::fopen((fs::path(dir) / "items.jsonl").c_str(), "ab");
+    if (!f) throw Error("output folder " + dir + ": cannot append to items.jsonl");
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+    std::fclose(f);
+    if (!ok) throw Error("output folder " + dir + ": cannot append to items.jsonl");
+}
+
+// The folder's items with all `planCount` lines; lines of an item left incomplete by a killed
+// run are dropped from the file, so it is done again whole.
+std::vector<json> readCompleteItems(const std::string& dir, size_t planCount) {
+    std::vector<json> lines = readDoneItems(dir, true, lineKey);
+    std::map<std::string, size_t> perItem;
+    for (const json& l : lines) ++perItem[itemKey(l.at("dataset"), l.at("id"))];
+    std::vector<json> complete;
+    for (const json& l : lines)
+        if (perItem[itemKey(l.at("dataset"), l.at("id"))] == planCount) complete.push_back(l);
+    if (complete.size() != lines.size()) {
+        std::string text;
+        for (const json& l : complete) text += l.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+        writeTextAtomically((fs::path(dir) / "items.jsonl").string(), text);
+    }
+    return complete;
+}
+
+void openStudyDirectory(const std::string& dir, const ordered_json& identity, const std::vector<StudyPlan>& plans) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (!fs::is_directory(dir)) throw Error("output folder " + dir + ": cannot create it");
+    const fs::path file = fs::path(dir) / "study.json";
+    if (fs::exists(file)) {
+        json there;
+        try {
+            there = json::parse(readTextFile(file.string()));
+        } catch (const json::exception& e) {
+            throw Error(file.string() + ": not valid JSON (" + e.what() + ")");
+        }
+        const std::vector<std::string> d = differences(there, identity, {"kvsteer_version"});
+        if (!d.empty()) throw Error("output folder " + dir + " holds another study: " + joined(d) + " (use a new folder)");
+        return;
+    }
+    if (fs::exists(fs::path(dir) / "run.json")) throw Error("output folder " + dir + " holds an eval run, not a study (use a new folder)");
+    std::string lines;
+    for (const StudyPlan& p : plans) lines += p.json().dump() + "\n";
+    writeTextAtomically((fs::path(dir) / "plans.jsonl").string(), lines);
+    writeTextAtomically(file.string(), identity.dump(2) + "\n");
+}
+
+std::vector<json> readPlans(const std::string& dir) {
+    std::vector<json> plans;
+    const std::string text = readTextFile((fs::path(dir) / "plans.jsonl").string());
+    size_t at = 0;
+    while (at < text.size()) {
+        const size_t end = text.find('\n', at);
+        plans.push_back(json::parse(text.substr(at, end - at)));
+        if (end == std::string::npos) break;
+        at = end + 1;
+    }
+    return plans;
+}
+
+void writeStudySkipped(const std::string& dir, const std::string& id, int line, const std::string& error) {
+    const std::string s = ordered_json{{"id", id}, {"line", line}, {"error", error}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    std::FILE* f = std::fopen((fs::path(dir) / "skipped.jsonl").c_str(), "ab");
+    if (!f) return;
+    std::fwrite(s.data(), 1, s.size(), f);
+    std::fclose(f);
+}
+
+} // namespace
+
+bool inStudyShard(const EvalItem& item, int shardIndex, int shardCount) {
+    if (shardCount <= 1) return true;
+    const std::string key = item.image.empty() ? item.id : fs::path(item.image).filename().string();
+    return int(stableHash(key) % uint64_t(shardCount)) == shardIndex;
+}
+
+ordered_json studyIdentity(const StudyJob& job, const Model& model, const EvalOptions& options, int64_t shardItems) {
+    ordered_json datasets = ordered_json::array();
+    for (const StudyDataset& d : job.suite->datasets)
+        datasets.push_back({{"name", d.name}, {"role", studyRoleName(d.role)}, {"metric", d.metric.name()}, {"hash", d.data.hash},
+                            {"items", int64_t(d.data.items.size())}, {"synonyms", d.synonyms}});
+    std::string planHashes;
+    for (const StudyPlan& p : job.plans) planHashes += p.hash;
+    const SamplingParams& s = options.generation.sampling;
+    return {{"kvsteer_version", KVSTEER_VERSION},
+            {"suite", {{"path", job.suite->path}, {"name", job.suite->name}, {"hash", job.suite->hash}}},
+            {"datasets", datasets},
+            {"model", {{"directory", model.directory()}, {"config_hash", model.config().configHash}}},
+            {"plans", {{"count", int64_t(job.plans.size())}, {"hash", hexHash(stableHash(planHashes))}}},
+            {"max_new_tokens", options.generation.maxNewTokens},
+            {"sampling", {s.temperature, s.topK, s.topP, s.seed}},
+            {"shard", {{"index", job.shardIndex}, {"count", job.shardCount}, {"items", shardItems}}}};
+}
+
+StudyJobResult runStudyJob(const std::shared_ptr<const Model>& model, const StudyJob& job, const EvalOptions& options,
+                           const StudyJobCallbacks& callbacks) {
+    // Which set each item is in, and the items of this shard, in suite order.
+    std::map<const EvalItem*, const StudyDataset*> setOf;
+    std::vector<const EvalItem*> items;
+    for (const StudyDataset& d : job.suite->datasets)
+        for (const EvalItem& item : d.data.items)
+            if (inStudyShard(item, job.shardIndex, job.shardCount)) {
+                setOf[&item] = &d;
+                items.push_back(&item);
+            }
+    const FolderLock lock(job.outDir);
+    const ordered_json identity = studyIdentity(job, *model, options, int64_t(items.size()));
+    openStudyDirectory(job.outDir, identity, job.plans);
+    std::set<std::string> done;
+    for (const json& l : readCompleteItems(job.outDir, job.plans.size())) done.insert(itemKey(l.at("dataset"), l.at("id")));
+    for (const json& s : readSkipped(job.outDir)) done.insert(s.value("id", ""));
+    std::vector<const EvalItem*> remaining;
+    for (const EvalItem* item : items)
+        if (!done.count(itemKey(setOf.at(item)->name, item->id))) remaining.push_back(item);
+    if (callbacks.onStart) callbacks.onStart(items.size(), items.size() - remaining.size());
+
+    std::vector<EvalSteering> steerings;
+    for (const StudyPlan& p : job.plans) {
+        EvalSteering s;
+        s.plan = p.options;
+        s.vectors = p.vectors.get();
+        s.vectorsInfo = p.vectorsInfo;
+        steerings.push_back(s);
+    }
+    EvalOptions o = options;
+    o.measures = true;
+    std::vector<ordered_json> pending;   // the current item's lines, written once all its plans are in
+    EvalCallbacks run;
+    run.onItem = [&](const EvalItemResult& r) {
+        const StudyDataset& set = *setOf.at(r.item);
+        pending.push_back(studyItemJson(r, set, job.plans[size_t(r.plan)]));
+        if (pending.size() < job.plans.size()) return;
+        appendLines(job.outDir, pending);
+        pending.clear();
+        if (callbacks.onItem) callbacks.onItem();
+    };
+    run.onSkipped = [&](const EvalItem& item, const std::string& error) {
+        writeStudySkipped(job.outDir, itemKey(setOf.at(&item)->name, item.id), item.line, error);
+        if (callbacks.onSkipped) callbacks.onSkipped(item, error);
+    };
+    run.stopRequested = callbacks.stopRequested;
+    StudyJobResult result;
+    result.totals = runEval(model, remaining, steerings, o, run);
+    result.stopped = result.totals.stopped;
+    if (result.totals.items > 0 || result.stopped) {
+        RunTimings t;
+        t.seconds = result.totals.totalMs / 1000;
+        t.prefillMs = result.totals.prefillMs;
+        t.decodeMs = result.totals.decodeMs;
+        t.itemsTimed = result.totals.items / int64_t(job.plans.size());
+        recordRunTimings(job.outDir, t);
+    }
+    if (result.stopped) return result;
+    result.summary = summarizeStudy(json::parse(readTextFile((fs::path(job.outDir) / "study.json").string())), readPlans(job.outDir),
+                                    readCompleteItems(job.outDir, job.plans.size()), readRunTimings(job.outDir), readSkipped(job.outDir));
+    writeStudyFiles(job.outDir, result.summary);
+    return result;
+}
+
+ordered_json mergeStudyShards(const std::vector<std::string>& shardDirs, const std::string& out) {
+    if (shardDirs.empty()) throw Error("study-merge: no shard folders");
+    std::vector<json> ids;
+    for (const std::string& d : shardDirs) {
+        const fs::path f = fs::path(d) / "study.json";
+        if (!fs::exists(f)) throw Error("study-merge: " + d + " holds no study.json (not a study folder)");
+        ids.push_back(json::parse(readTextFile(f.string())));
+    }
+    const json& first = ids.front();
+    const int count = first.at("shard").at("count").get<int>();
+    std::vector<std::string> problems;
+    std::map<int, std::string> byShard;
+    std::vector<json> items, skipped;
+    std::map<std::string, std::string> seen;   // line key -> its folder
+    RunTimings timings;
+    ordered_json perShard = ordered_json::array();
+    const std::vector<json> plans = readPlans(shardDirs.front());
+    for (size_t i = 0; i < shardDirs.size(); ++i) {
+        const std::vector<std::string> d = differences(first, ids[i], {"kvsteer_version", "shard.index", "shard.items"});
+        if (!d.empty()) throw Error("study-merge: " + shardDirs[i] + " is not a shard of the same study as " + shardDirs[0] + ": " + joined(d));
+        const int k = ids[i].at("shard").at("index").get<int>();
+        if (!byShard.emplace(k, shardDirs[i]).second)
+            throw Error("study-merge: shard " + std::to_string(k) + " is given twice (" + byShard[k] + " and " + shardDirs[i] + ")");
+        const std::vector<json> done = readDoneItems(shardDirs[i], false, lineKey);
+        const int64_t want = ids[i].at("shard").at("items").get<int64_t>() * int64_t(plans.size());
+        const int64_t skippedHere = int64_t(readSkipped(shardDirs[i]).size());
+        if (int64_t(done.size()) + skippedHere * int64_t(plans.size()) < want)
+            problems.push_back(shardDirs[i] + " is not complete (" + std::to_string(done.size()) + " of " + std::to_string(want) + " item lines)");
+        for (const json& l : done) {
+            const auto [it, fresh] = seen.emplace(lineKey(l), shardDirs[i]);
+            if (!fresh) problems.push_back("item line " + lineKey(l) + " is in " + it->second + " and in " + shardDirs[i]);
+            items.push_back(l);
+        }
+        for (const json& s : readSkipped(shardDirs[i])) skipped.push_back(s);
+        const RunTimings t = readRunTimings(shardDirs[i]);
+        timings.seconds += t.seconds;
+        timings.prefillMs += t.prefillMs;
+        timings.decodeMs += t.decodeMs;
+        timings.itemsTimed += t.itemsTimed;
+        perShard.push_back({{"shard", k}, {"folder", shardDirs[i]}, {"seconds", t.seconds}, {"items_timed", t.itemsTimed}});
+    }
+    for (int k = 0; k < count; ++k)
+        if (!byShard.count(k)) problems.push_back("shard " + std::to_string(k) + "/" + std::to_string(count) + " is missing");
+    if (!problems.empty()) throw Error("study-merge: " + joined(problems));
+    timings.perShard = perShard;
+    json merged = first;
+    merged["shard"] = {{"index", 0}, {"count", 1}, {"items", int64_t(items.size() / std::max<size_t>(1, plans.size()))}};
+    const FolderLock lock(out);
+    std::string planLines, itemLines;
+    for (const json& p : plans) planLines += p.dump() + "\n";
+    const ordered_json summary = summarizeStudy(merged, plans, items, timings, skipped);
+    for (const json& l : sortedStudyLines(merged, items)) itemLines += l.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    writeTextAtomically((fs::path(out) / "study.json").string(), merged.dump(2) + "\n");
+    writeTextAtomically((fs::path(out) / "plans.jsonl").string(), planLines);
+    writeTextAtomically((fs::path(out) / "items.jsonl").string(), itemLines);
+    writeStudyFiles(out, summary);
+    return summary;
+}
+
+} // namespace kvsteer
