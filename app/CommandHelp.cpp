@@ -325,7 +325,7 @@ std::vector<CommandHelp> build() {
                    "prefix is computed once for all its questions (causal families); rows of several questions\n"
                    "decode as one batch. Items go to DIR/items.jsonl as they finish: the same command continues a\n"
                    "stopped or killed run; SIGINT/SIGTERM stop after the current batch",
-                   {"--data FILE.jsonl [--images DIR] --out DIR [--metric pope|exact|contains] [--batch 2..8]",
+                   {"--data FILE.jsonl [--images DIR] --out DIR [--metric pope|exact|contains|chair] [--synonyms T] [--batch 2..8]",
                     "[--shard K/N] [--session FILE.kvsession] [--no-prefix-reuse] [--skip-bad] [--json]",
                     "(the steer options: --vectors --mask --layers --heads --ck --cv --operator --ablate-to",
                     "--propagate --max-new-tokens)"},
@@ -336,10 +336,12 @@ std::vector<CommandHelp> build() {
                        "run.json, items.jsonl (as items finish), summary.json, summary.csv, metrics.svg; a folder of the "
                        "same run is continued",
                        "required"},
-                      {"--metric pope|exact|contains",
+                      {"--metric pope|exact|contains|chair",
                        "pope: the answer's yes/no against the label (accuracy, precision, recall, F1, yes ratio); exact: "
-                       "the normalised answer equals a reference; contains: a reference occurs in it as whole words",
+                       "the normalised answer equals a reference; contains: a reference occurs in it as whole words; chair: "
+                       "a caption's object mentions against the item's \"objects\" (CHAIR_i, CHAIR_s, recall; docs/eval.md)",
                        "pope"},
+                      {"--synonyms NAME|FILE", "chair: the synonym table, coco, shapes or a table file", "coco"},
                       {"--batch N", "rows per forward pass, 2..8 (two per question)", "8"},
                       {"--shard K/N", "only the items whose id hashes to K mod N (eval-merge joins the shards)",
                        "0/1: every item"},
@@ -376,7 +378,7 @@ std::vector<CommandHelp> build() {
                    "log-prob, per category; intervals resample images; the frontier of plans no other beats on both\n"
                    "target success and preservation. Resumable and sharded like eval",
                    {"--suite SUITE.json --out DIR [--vectors A,B] [--operator OPS] [--ck LIST] [--cv LIST] [--layers LIST]",
-                    "[--heads LIST] [--propagate] [--ablate-to mean|zero] [--images DIR] [--batch 2..8] [--shard K/N]",
+                    "[--heads LIST] [--propagate] [--ablate-to mean|zero] [--images DIR] [--synonyms NAME|FILE] [--batch 2..8] [--shard K/N]",
                     "[--no-prefix-reuse] [--skip-bad] [--json] [--max-new-tokens N]"},
                    {{"Suite and run",
                      {{"--suite SUITE.json",
@@ -384,6 +386,8 @@ std::vector<CommandHelp> build() {
                        "\"mask\"?, \"synonyms\"?}], \"plans\"?: [...]} (docs/study.md)",
                        "required"},
                       {"--images DIR", "where the items' relative image and mask paths are found", "each data file's folder"},
+                      {"--synonyms NAME|FILE", "the CHAIR synonym table of every chair set: coco, shapes or a table file (docs/eval.md)",
+                       "each set's \"synonyms\""},
                       {"--out DIR",
                        "study.json, plans.jsonl, items.jsonl (one line per item and plan, as items finish), summary.json, "
                        "summary.csv, frontier.json, frontier.svg, grid.svg; a folder of the same study is continued",

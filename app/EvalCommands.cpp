@@ -6,6 +6,7 @@
 #include "JobProgress.h"
 #include "PlanFlags.h"
 #include "demo/DemoPope.h"
+#include "eval/Chair.h"
 #include "eval/EvalJob.h"
 #include "eval/EvalReport.h"
 #include "eval/EvalRun.h"
@@ -112,6 +113,19 @@ std::string cellsSource(const EvalSteering& s) {
     return "the vector file's mask, else every cell";
 }
 
+// --metric chair: every item names the image's objects, each one the table knows (before any item).
+void checkChairItems(const EvalDataset& dataset, const SynonymTable& table) {
+    for (const EvalItem& item : dataset.items) {
+        const std::string where = "dataset " + dataset.path + " line " + std::to_string(item.line) + ": ";
+        if (item.objects.empty()) throw Error(where + "--metric chair needs \"objects\" (the objects the image holds) on every item");
+        for (const std::string& o : item.objects) try {
+                categoryOf(table, o);
+            } catch (const Error& e) {
+                throw Error(where + e.what());
+            }
+    }
+}
+
 // The resolved plan as run.json and summary.json record it.
 nlohmann::ordered_json resolvedPlanJson(const PlanOptions& plan, const std::string& vectors, const std::string& cells) {
     return {{"operator", plan.op},
@@ -160,7 +174,7 @@ void printSummary(const nlohmann::ordered_json& s) {
 } // namespace
 
 int commandEval(int argc, char** argv) {
-    std::set<std::string> options = withOptions(planOptionNames(), {"data", "images", "out", "metric", "batch", "shard", "session"});
+    std::set<std::string> options = withOptions(planOptionNames(), {"data", "images", "out", "metric", "synonyms", "batch", "shard", "session"});
     options.erase("image");
     options.erase("prompt");
     CommandLine cl(withOptions(options, modelOptionNames()), {"propagate", "no-prefix-reuse", "skip-bad", "json"});
@@ -180,6 +194,14 @@ int commandEval(int argc, char** argv) {
     const Shard shard = cl.has("shard") ? parseShard(cl.get("shard")) : Shard();
 
     const EvalDataset dataset = loadEvalDataset(cl.get("data"), cl.get("images", ""), o.skipBad);
+    std::optional<SynonymTable> chairTable;
+    if (o.metric == EvalMetric::Chair) {
+        chairTable = resolveSynonymTable(cl.get("synonyms", "coco"), KVSTEER_CHAIR_DIR);
+        o.chairTable = &*chairTable;
+        checkChairItems(dataset, *chairTable);
+    } else if (cl.has("synonyms")) {
+        throw UsageError("--synonyms is for --metric chair");
+    }
     auto model = evalModel(cl);
     const int layers = model->config().text.numLayers;
     std::optional<StudioSession> session;

@@ -90,7 +90,7 @@ void printStudy(const nlohmann::ordered_json& s) {
 } // namespace
 
 int commandStudy(int argc, char** argv) {
-    CommandLine cl(withOptions(withOptions({"suite", "images", "out", "batch", "shard", "vectors", "operator", "ck", "cv", "layers", "heads", "ablate-to"},
+    CommandLine cl(withOptions(withOptions({"suite", "images", "out", "batch", "shard", "synonyms", "vectors", "operator", "ck", "cv", "layers", "heads", "ablate-to"},
                                            generationOptionNames()),
                                modelOptionNames()),
                    {"propagate", "no-prefix-reuse", "skip-bad", "json"});
@@ -104,7 +104,7 @@ int commandStudy(int argc, char** argv) {
     o.generation = generationOptions(cl, 32);
     const Shard shard = cl.has("shard") ? parseShard(cl.get("shard")) : Shard();
 
-    const StudySuite suite = loadStudySuite(cl.get("suite"), cl.get("images", ""), o.skipBad, KVSTEER_CHAIR_DIR);
+    const StudySuite suite = loadStudySuite(cl.get("suite"), cl.get("images", ""), o.skipBad, KVSTEER_CHAIR_DIR, cl.get("synonyms", ""));
     auto model = loadModel(cl);
     bool flagsGiven = false;
     const PlanGrid flags = gridFromFlags(cl, &flagsGiven);

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <QProcess>
 #include <QTemporaryDir>
@@ -238,6 +239,35 @@ private slots:
         QCOMPARE(cv.exitCode, 2);
         QVERIFY2(cv.err.find("c_v has 2 values, but the model has 4 layers") != std::string::npos, cv.err.c_str());
         QVERIFY(!std::filesystem::exists(path("bad-cv") + "/items.jsonl"));
+    }
+
+    // eval --metric chair: the captions' mentions against each item's objects, through a table.
+    void evalScoresCaptionsWithChair() {
+        const std::string data = path("demo-captions");
+        QCOMPARE(runCli({"demo-study", "--out", data, "--images", "3", "--pairs", "0"}).exitCode, 0);
+        const ProcessResult r = runCli({"eval", "--data", data + "/caption.jsonl", "--metric", "chair", "--synonyms", "shapes", "--vectors",
+                                        KVSTEER_DEMO_VECTORS, "--out", path("chair-run"), "--json"});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        const json summary = json::parse(r.out);
+        for (const char* m : {"chair_i", "chair_s", "recall", "accuracy"}) QVERIFY2(summary.at("unsteered").contains(m), m);
+        QCOMPARE(summary.at("unsteered").at("recall").get<double>(), 1.0);   // the demo model names every shape it sees
+        std::map<std::string, size_t> objects;   // id -> the distinct objects the data line gives
+        for (const json& d : fileLines(data + "/caption.jsonl"))
+            objects[d.at("id")] = std::set<std::string>(d.at("objects").begin(), d.at("objects").end()).size();
+        for (const json& l : fileLines(path("chair-run") + "/items.jsonl"))
+            for (const char* c : {"unsteered", "steered"}) {
+                const json& chair = l.at(c).at("chair");
+                QCOMPARE(l.at(c).at("correct").get<bool>(), chair.at("hallucinated").get<int>() == 0);
+                QCOMPARE(size_t(chair.at("ground_truth").get<int>()), objects.at(l.at("id")));
+                QVERIFY(chair.at("mentions").get<int>() >= chair.at("recalled").get<int>());
+            }
+        const ProcessResult wrong = runCli({"eval", "--data", data + "/colour.jsonl", "--metric", "contains", "--synonyms", "shapes", "--out",
+                                            path("chair-wrong"), "--vectors", KVSTEER_DEMO_VECTORS});
+        QCOMPARE(wrong.exitCode, 2);
+        const ProcessResult noObjects = runCli({"eval", "--data", data + "/colour.jsonl", "--metric", "chair", "--out", path("chair-none"),
+                                                "--vectors", KVSTEER_DEMO_VECTORS});
+        QCOMPARE(noObjects.exitCode, 1);
+        QVERIFY2(noObjects.err.find("colour.jsonl line 1: --metric chair needs \"objects\"") != std::string::npos, noObjects.err.c_str());
     }
 
     void killedStudyContinuesAndShardsMerge() {

@@ -91,6 +91,11 @@ ScoredAnswer scoredFrom(const json& item, const char* condition) {
     s.correct = item.at(condition).at("correct").get<bool>();
     s.saidYes = item.at(condition).value("said_yes", false);
     s.labelYes = item.value("label_yes", false);
+    const json chair = item.at(condition).value("chair", json::object());
+    s.mentions = chair.value("mentions", 0);
+    s.hallucinated = chair.value("hallucinated", 0);
+    s.groundTruth = chair.value("ground_truth", 0);
+    s.recalled = chair.value("recalled", 0);
     return s;
 }
 
@@ -295,6 +300,8 @@ ordered_json itemJson(const EvalItemResult& r, EvalMetric metric) {
     auto condition = [&](const Generation& g, const ScoredAnswer& s) {
         ordered_json c = {{"ids", g.ids}, {"text", g.text}, {"correct", s.correct}};
         if (metric == EvalMetric::Pope) c["said_yes"] = s.saidYes;
+        if (metric == EvalMetric::Chair)
+            c["chair"] = {{"mentions", s.mentions}, {"hallucinated", s.hallucinated}, {"ground_truth", s.groundTruth}, {"recalled", s.recalled}};
         return c;
     };
     ordered_json j = {{"index", r.item->index}, {"id", r.item->id}, {"image", r.item->image}, {"category", r.item->category},
@@ -334,8 +341,7 @@ ordered_json summarize(const RunIdentity& identity, std::vector<json> items, con
     int clusters = 0;
     const auto intervals = pairedBootstrap(metric, u, s, clusterIndices(images, &clusters));
     ordered_json unsteered, steered, difference;
-    const std::vector<std::string> order = metric == EvalMetric::Pope ? std::vector<std::string>{"accuracy", "precision", "recall", "f1", "yes_ratio"}
-                                                                      : std::vector<std::string>{"accuracy"};
+    const std::vector<std::string> order = metricNames(metric);
     for (const std::string& name : order) {
         unsteered[name] = mu.at(name);
         steered[name] = ms.at(name);

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "eval/BoxCells.h"
+#include "eval/Chair.h"
 #include "generate/BatchDecode.h"
 #include "generate/LogProbs.h"
 #include "io/Image.h"
@@ -316,8 +317,8 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
             out.editMs = start.steered.editMs;
             out.cellsSource = p.cellsSources[k];
             out.cells = start.notices.nothingPainted ? 0 : at::count_nonzero(p.plans[k].strength).item<int64_t>();
-            out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item);
-            out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item);
+            out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item, options.chairTable);
+            out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item, options.chairTable);
             out.outcome = classifyCell(out.steered, out.unsteered);
             if (!targetIds.empty()) {
                 out.targetLogProbUnsteered = targetUnsteered;
@@ -340,8 +341,18 @@ std::vector<const EvalItem*> evalOrder(const std::vector<const EvalItem*>& items
     return order;
 }
 
-ScoredAnswer scoreAnswer(EvalMetric metric, const Generation& answer, const EvalItem& item) {
+ScoredAnswer scoreAnswer(EvalMetric metric, const Generation& answer, const EvalItem& item, const SynonymTable* chairTable) {
     ScoredAnswer s;
+    if (metric == EvalMetric::Chair) {
+        if (!chairTable) throw Error("chair: no synonym table");
+        const ChairScore c = scoreCaption(*chairTable, answer.text, item.objects);
+        s.correct = !c.anyHallucinated;
+        s.mentions = c.mentions;
+        s.hallucinated = c.hallucinated;
+        s.groundTruth = c.groundTruth;
+        s.recalled = c.recalled;
+        return s;
+    }
     s.correct = answerCorrect(metric, answer.text, item.answers);
     s.saidYes = popeSaysYes(answer.text);
     s.labelYes = !item.answers.empty() && normalizeAnswer(item.answers.front()) == "yes";

@@ -32,6 +32,7 @@
 namespace kvsteer {
 
 class Model;
+struct SynonymTable;
 
 // What steers every item: the options `steer` takes.
 struct EvalSteering {
@@ -48,6 +49,7 @@ struct EvalSteering {
 
 struct EvalOptions {
     EvalMetric metric = EvalMetric::Pope;
+    const SynonymTable* chairTable = nullptr;   // chair: the synonym table (eval/Chair.h)
     GenerationOptions generation;   // the budget asked for (cut to the context as in steer)
     int batchRows = 8;              // decode rows per forward pass, two per question (2..8)
     bool prefixReuse = true;
@@ -93,8 +95,8 @@ struct EvalTotals {
 // The processing order described above.
 std::vector<const EvalItem*> evalOrder(const std::vector<const EvalItem*>& items);
 
-// The score of one answer against an item.
-ScoredAnswer scoreAnswer(EvalMetric metric, const Generation& answer, const EvalItem& item);
+// The score of one answer against an item (chair: against its objects, through `chairTable`).
+ScoredAnswer scoreAnswer(EvalMetric metric, const Generation& answer, const EvalItem& item, const SynonymTable* chairTable = nullptr);
 
 EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<const EvalItem*>& items, const std::vector<EvalSteering>& plans,
                    const EvalOptions& options, const EvalCallbacks& callbacks);

@@ -12,14 +12,15 @@ std::string evalMetricName(EvalMetric m) {
     case EvalMetric::Pope: return "pope";
     case EvalMetric::Exact: return "exact";
     case EvalMetric::Contains: return "contains";
+    case EvalMetric::Chair: return "chair";
     }
     return "?";
 }
 
 EvalMetric parseEvalMetric(const std::string& name) {
-    for (EvalMetric m : {EvalMetric::Pope, EvalMetric::Exact, EvalMetric::Contains})
+    for (EvalMetric m : {EvalMetric::Pope, EvalMetric::Exact, EvalMetric::Contains, EvalMetric::Chair})
         if (evalMetricName(m) == name) return m;
-    throw Error("metric '" + name + "' is not known (expected pope, exact or contains)");
+    throw Error("metric '" + name + "' is not known (expected pope, exact, contains or chair)");
 }
 
 bool popeSaysYes(const std::string& answer) {
@@ -49,6 +50,7 @@ std::string normalizeAnswer(const std::string& text) {
 }
 
 bool answerCorrect(EvalMetric metric, const std::string& answer, const std::vector<std::string>& references) {
+    if (metric == EvalMetric::Chair) throw Error("chair scores a caption against its synonym table and objects (scoreAnswer)");
     if (metric == EvalMetric::Pope) return !references.empty() && popeSaysYes(answer) == (normalizeAnswer(references.front()) == "yes");
     const std::string a = normalizeAnswer(answer);
     for (const std::string& r : references) {
@@ -70,6 +72,19 @@ std::map<std::string, double> metricValues(EvalMetric metric, const std::vector<
         fn += !s.saidYes && s.labelYes;
     }
     std::map<std::string, double> m{{"accuracy", ratio(correct, n)}};
+    if (metric == EvalMetric::Chair) {   // summed over the captions, as chairValues does
+        double mentions = 0, hallucinated = 0, withHallucination = 0, truth = 0, recalled = 0;
+        for (const ScoredAnswer& s : answers) {
+            mentions += s.mentions;
+            hallucinated += s.hallucinated;
+            withHallucination += s.hallucinated > 0;
+            truth += s.groundTruth;
+            recalled += s.recalled;
+        }
+        m["chair_i"] = ratio(hallucinated, mentions);
+        m["chair_s"] = ratio(withHallucination, n);
+        m["recall"] = ratio(recalled, truth);
+    }
     if (metric != EvalMetric::Pope) return m;
     const double precision = ratio(tp, tp + fp), recall = ratio(tp, tp + fn);
     m["precision"] = precision;
@@ -77,6 +92,16 @@ std::map<std::string, double> metricValues(EvalMetric metric, const std::vector<
     m["f1"] = ratio(2 * precision * recall, precision + recall);
     m["yes_ratio"] = ratio(tp + fp, n);
     return m;
+}
+
+} // namespace kvsteer
+
+namespace kvsteer {
+
+std::vector<std::string> metricNames(EvalMetric metric) {
+    if (metric == EvalMetric::Pope) return {"accuracy", "precision", "recall", "f1", "yes_ratio"};
+    if (metric == EvalMetric::Chair) return {"chair_i", "chair_s", "recall", "accuracy"};
+    return {"accuracy"};
 }
 
 } // namespace kvsteer

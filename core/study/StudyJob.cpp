@@ -62,10 +62,11 @@ std::string joined(const std::vector<std::string>& parts) {
     return s;
 }
 
-ordered_json chairJson(const ChairScore& c) {
+// A chair answer's counts, and the words that named an object the image does not hold.
+ordered_json chairJson(const ScoredAnswer& s, const StudyDataset& set, const std::string& caption, const EvalItem& item) {
     std::vector<std::string> words;
-    for (const ChairMention& m : c.hallucinatedMentions) words.push_back(m.text);
-    return {{"mentions", c.mentions}, {"hallucinated", c.hallucinated}, {"ground_truth", c.groundTruth}, {"recalled", c.recalled},
+    for (const ChairMention& m : scoreCaption(*set.table, caption, item.objects).hallucinatedMentions) words.push_back(m.text);
+    return {{"mentions", s.mentions}, {"hallucinated", s.hallucinated}, {"ground_truth", s.groundTruth}, {"recalled", s.recalled},
             {"hallucinated_words", words}};
 }
 
@@ -75,10 +76,11 @@ json numberOrNull(double v) { return std::isnan(v) ? json() : json(v); }
 ordered_json studyItemJson(const EvalItemResult& r, const StudyDataset& set, const StudyPlan& plan) {
     const EvalItem& item = *r.item;
     auto condition = [&](const Generation& g) {
-        ordered_json c = {{"ids", g.ids}, {"text", g.text}, {"correct", studyAnswerCorrect(set, g.text, item)}};
+        const ScoredAnswer s = scoreAnswer(set.metric, g, item, set.table.get());
+        ordered_json c = {{"ids", g.ids}, {"text", g.text}, {"correct", s.correct}};
         if (!item.target.empty()) c["hits_target"] = studyAnswerHitsTarget(set, g.text, item);
-        if (set.metric.chair) c["chair"] = chairJson(scoreCaption(*set.table, g.text, item.objects));
-        if (!set.metric.chair && set.metric.eval == EvalMetric::Pope) c["said_yes"] = popeSaysYes(g.text);
+        if (set.metric == EvalMetric::Chair) c["chair"] = chairJson(s, set, g.text, item);
+        if (set.metric == EvalMetric::Pope) c["said_yes"] = s.saidYes;
         return c;
     };
     ordered_json j = {{"dataset", set.name}, {"id", item.id}, {"index", item.index}, {"plan", plan.index}, {"plan_hash", plan.hash},
@@ -88,7 +90,7 @@ ordered_json studyItemJson(const EvalItemResult& r, const StudyDataset& set, con
     j["question"] = item.question;
     j["answers"] = item.answers;
     if (!item.target.empty()) j["target"] = item.target;
-    if (!set.metric.chair && set.metric.eval == EvalMetric::Pope)
+    if (set.metric == EvalMetric::Pope)
         j["label_yes"] = !item.answers.empty() && normalizeAnswer(item.answers.front()) == "yes";
     j["unsteered"] = condition(r.unsteered);
     j["steered"] = condition(r.steered);
@@ -183,7 +185,7 @@ bool inStudyShard(const EvalItem& item, int shardIndex, int shardCount) {
 ordered_json studyIdentity(const StudyJob& job, const Model& model, const EvalOptions& options, int64_t shardItems) {
     ordered_json datasets = ordered_json::array();
     for (const StudyDataset& d : job.suite->datasets)
-        datasets.push_back({{"name", d.name}, {"role", studyRoleName(d.role)}, {"metric", d.metric.name()}, {"hash", d.data.hash},
+        datasets.push_back({{"name", d.name}, {"role", studyRoleName(d.role)}, {"metric", evalMetricName(d.metric)}, {"hash", d.data.hash},
                             {"items", int64_t(d.data.items.size())}, {"synonyms", d.synonyms}});
     std::string planHashes;
     for (const StudyPlan& p : job.plans) planHashes += p.hash;

@@ -17,7 +17,8 @@ namespace {
 
 // One dataset entry, with each problem appended to `problems` (the entry is skipped on any).
 void readDataset(const json& e, const std::string& where, const std::string& baseDir, const std::string& imagesDir, bool skipBad,
-                 const std::string& chairTablesDir, std::vector<StudyDataset>& out, std::vector<std::string>& problems) {
+                 const std::string& chairTablesDir, const std::string& synonymsOverride, std::vector<StudyDataset>& out,
+                 std::vector<std::string>& problems) {
     const size_t before = problems.size();
     auto problem = [&](const std::string& field, const std::string& what) { problems.push_back(where + "." + field + ": " + what); };
     if (!e.is_object()) {
@@ -43,25 +44,25 @@ void readDataset(const json& e, const std::string& where, const std::string& bas
     const std::string data = text("data", true), role = text("role", true), metric = text("metric", true);
     d.mask = text("mask", false);
     d.synonyms = text("synonyms", false);
+    if (!synonymsOverride.empty()) d.synonyms = synonymsOverride;
     std::string images = text("images", false);
     if (!role.empty() && role != "target" && role != "preserve") problem("role", "expected \"target\" or \"preserve\", got \"" + role + "\"");
     d.role = role == "target" ? StudyRole::Target : StudyRole::Preserve;
-    if (metric == "chair") {
-        d.metric.chair = true;
-        if (d.synonyms.empty()) problem("synonyms", "a chair set needs a synonym table: \"coco\", \"shapes\" or a file");
-    } else if (!metric.empty()) {
+    if (!metric.empty()) {
         try {
-            d.metric.eval = parseEvalMetric(metric);
+            d.metric = parseEvalMetric(metric);
         } catch (const Error&) {
             problem("metric", "expected pope, exact, contains or chair, got \"" + metric + "\"");
         }
     }
+    const bool chair = d.metric == EvalMetric::Chair;
+    if (chair && d.synonyms.empty()) problem("synonyms", "a chair set needs a synonym table: \"coco\", \"shapes\" or a file");
     if (problems.size() > before || data.empty()) return;
     try {
-        if (d.metric.chair) {
+        if (chair) {
             const std::vector<std::string>& shipped = shippedSynonymTables();
-            std::string table = d.synonyms;   // a shipped table's name, or a file beside the suite
-            if (std::find(shipped.begin(), shipped.end(), table) == shipped.end() && fs::path(table).is_relative())
+            std::string table = d.synonyms;   // a shipped table's name, or a file beside the suite (a flag's: as given)
+            if (synonymsOverride.empty() && std::find(shipped.begin(), shipped.end(), table) == shipped.end() && fs::path(table).is_relative())
                 table = (fs::path(baseDir) / table).string();
             d.table = std::make_shared<const SynonymTable>(resolveSynonymTable(table, chairTablesDir));
         }
@@ -80,8 +81,8 @@ void readDataset(const json& e, const std::string& where, const std::string& bas
     for (EvalItem& item : d.data.items) {
         const std::string line = d.data.path + " line " + std::to_string(item.line) + ": ";
         if (d.role == StudyRole::Target && item.target.empty()) problems.push_back(line + "an item of a target set needs \"target\" (the answer steering aims at)");
-        if (d.metric.chair && item.objects.empty()) problems.push_back(line + "an item of a chair set needs \"objects\" (the objects the image holds)");
-        if (d.metric.chair && d.table)
+        if (chair && item.objects.empty()) problems.push_back(line + "an item of a chair set needs \"objects\" (the objects the image holds)");
+        if (chair && d.table)
             try {
                 scoreCaption(*d.table, "", item.objects);   // every ground-truth object must be in the table
             } catch (const Error& e2) {
@@ -96,9 +97,8 @@ void readDataset(const json& e, const std::string& where, const std::string& bas
 
 std::string studyRoleName(StudyRole role) { return role == StudyRole::Target ? "target" : "preserve"; }
 
-std::string StudyMetric::name() const { return chair ? "chair" : evalMetricName(eval); }
-
-StudySuite loadStudySuite(const std::string& path, const std::string& imagesDir, bool skipBad, const std::string& chairTablesDir) {
+StudySuite loadStudySuite(const std::string& path, const std::string& imagesDir, bool skipBad, const std::string& chairTablesDir,
+                          const std::string& synonyms) {
     StudySuite suite;
     suite.path = path;
     json j;
@@ -118,7 +118,7 @@ StudySuite loadStudySuite(const std::string& path, const std::string& imagesDir,
     std::vector<std::string> problems;
     std::set<std::string> names;
     for (size_t i = 0; i < j["datasets"].size(); ++i) {
-        readDataset(j["datasets"][i], "suite " + path + ": datasets[" + std::to_string(i) + "]", baseDir, imagesDir, skipBad, chairTablesDir,
+        readDataset(j["datasets"][i], "suite " + path + ": datasets[" + std::to_string(i) + "]", baseDir, imagesDir, skipBad, chairTablesDir, synonyms,
                     suite.datasets, problems);
         const json& name = j["datasets"][i].is_object() ? j["datasets"][i].value("name", json()) : json();
         if (name.is_string() && !names.insert(name.get<std::string>()).second)
@@ -135,15 +135,10 @@ StudySuite loadStudySuite(const std::string& path, const std::string& imagesDir,
     return suite;
 }
 
-bool studyAnswerCorrect(const StudyDataset& set, const std::string& answer, const EvalItem& item) {
-    if (set.metric.chair) return !scoreCaption(*set.table, answer, item.objects).anyHallucinated;
-    return answerCorrect(set.metric.eval, answer, item.answers);
-}
-
 bool studyAnswerHitsTarget(const StudyDataset& set, const std::string& answer, const EvalItem& item) {
     if (item.target.empty()) return false;
-    if (set.metric.chair) return normalizeAnswer(answer).find(normalizeAnswer(item.target)) != std::string::npos;
-    return answerCorrect(set.metric.eval, answer, {item.target});
+    if (set.metric == EvalMetric::Chair) return answerCorrect(EvalMetric::Contains, answer, {item.target});
+    return answerCorrect(set.metric, answer, {item.target});
 }
 
 } // namespace kvsteer

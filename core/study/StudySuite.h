@@ -31,17 +31,10 @@ struct SynonymTable;
 enum class StudyRole { Target, Preserve };
 std::string studyRoleName(StudyRole role);
 
-// A set's metric: eval's, or CHAIR.
-struct StudyMetric {
-    bool chair = false;
-    EvalMetric eval = EvalMetric::Exact;   // when not chair
-    std::string name() const;
-};
-
 struct StudyDataset {
     std::string name;
     StudyRole role = StudyRole::Preserve;
-    StudyMetric metric;
+    EvalMetric metric = EvalMetric::Exact;
     std::string mask;                              // the set's default cells ("" = the plan's)
     std::string synonyms;                          // chair: the table's name or file
     std::shared_ptr<const SynonymTable> table;     // chair: loaded
@@ -56,13 +49,14 @@ struct StudySuite {
 
 // Reads and checks the suite and its datasets. Every problem found is listed, one line each,
 // naming the file, the field or line, and what was expected; then it throws kvsteer::Error with
-// them all (with skipBad, a dataset's bad lines are recorded as eval records them). `resourcesDir`
-// holds the shipped synonym tables (resources/chair).
-StudySuite loadStudySuite(const std::string& path, const std::string& imagesDir, bool skipBad, const std::string& chairTablesDir);
+// them all (with skipBad, a dataset's bad lines are recorded as eval records them). `chairTablesDir`
+// holds the shipped synonym tables (resources/chair); `synonyms`, when given (a shipped table's
+// name or a file), is the table of every chair set instead of the suite's.
+StudySuite loadStudySuite(const std::string& path, const std::string& imagesDir, bool skipBad, const std::string& chairTablesDir,
+                          const std::string& synonyms = "");
 
-// Whether an answer is right for `item` under `metric` (CHAIR: no hallucinated object).
-bool studyAnswerCorrect(const StudyDataset& set, const std::string& answer, const EvalItem& item);
-// Whether an answer matches the item's target under the set's metric.
+// Whether an answer matches the item's target under the set's metric (chair: the target's words
+// occur in the caption).
 bool studyAnswerHitsTarget(const StudyDataset& set, const std::string& answer, const EvalItem& item);
 
 } // namespace kvsteer

@@ -25,9 +25,8 @@ struct Row {
     size_t set = 0;                  // its dataset, as study.json lists them
     std::string image, category;
     bool hasTarget = false;
-    ScoredAnswer u, s;               // correct, said_yes, label_yes
+    ScoredAnswer u, s;               // correct, said_yes, label_yes, the chair counts
     bool uHit = false, sHit = false;
-    json uChair, sChair;             // chair sets: the counts
     double kl = kNaN, lpU = kNaN, lpS = kNaN;
     bool degenerate = false, changed = false;
 };
@@ -40,13 +39,17 @@ Row rowOf(const json& l) {
     if (r.image.empty()) r.image = "item " + l.at("id").get<std::string>();
     r.category = l.value("category", "");
     r.hasTarget = l.contains("target");
-    for (auto [cond, score, hit, chair] : {std::tuple{"unsteered", &r.u, &r.uHit, &r.uChair}, std::tuple{"steered", &r.s, &r.sHit, &r.sChair}}) {
+    for (auto [cond, score, hit] : {std::tuple{"unsteered", &r.u, &r.uHit}, std::tuple{"steered", &r.s, &r.sHit}}) {
         const json& c = l.at(cond);
         score->correct = c.at("correct").get<bool>();
         score->saidYes = c.value("said_yes", false);
         score->labelYes = l.value("label_yes", false);
+        const json chair = c.value("chair", json::object());
+        score->mentions = chair.value("mentions", 0);
+        score->hallucinated = chair.value("hallucinated", 0);
+        score->groundTruth = chair.value("ground_truth", 0);
+        score->recalled = chair.value("recalled", 0);
         *hit = c.value("hits_target", false);
-        *chair = c.value("chair", json());
     }
     r.kl = numberOr(l, "first_step_kl");
     if (l.contains("target_logprob")) {
@@ -81,34 +84,11 @@ double mean(const Rows& rows, const std::function<double(const Row&)>& value) {
     return n > 0 ? sum / n : kNaN;
 }
 
-// The set's metric values for one condition (chair: from the stored counts, as chairValues adds them).
-std::map<std::string, double> metricOf(const std::string& metric, const Rows& rows, bool steered) {
-    if (metric == "chair") {
-        double mentions = 0, hallucinated = 0, withHallucination = 0, truth = 0, recalled = 0, right = 0;
-        for (const Row* r : rows) {
-            const json& c = steered ? r->sChair : r->uChair;
-            mentions += c.value("mentions", 0);
-            hallucinated += c.value("hallucinated", 0);
-            withHallucination += c.value("hallucinated", 0) > 0;
-            truth += c.value("ground_truth", 0);
-            recalled += c.value("recalled", 0);
-            right += (steered ? r->s : r->u).correct;
-        }
-        const double n = double(rows.size());
-        return {{"chair_i", mentions > 0 ? hallucinated / mentions : 0.0},
-                {"chair_s", n > 0 ? withHallucination / n : 0.0},
-                {"recall", truth > 0 ? recalled / truth : 0.0},
-                {"accuracy", n > 0 ? right / n : 0.0}};
-    }
+// The set's metric values for one condition.
+std::map<std::string, double> metricOf(EvalMetric metric, const Rows& rows, bool steered) {
     std::vector<ScoredAnswer> answers;
     for (const Row* r : rows) answers.push_back(steered ? r->s : r->u);
-    return metricValues(parseEvalMetric(metric), answers);
-}
-
-std::vector<std::string> metricNames(const std::string& metric) {
-    if (metric == "pope") return {"accuracy", "precision", "recall", "f1", "yes_ratio"};
-    if (metric == "chair") return {"chair_i", "chair_s", "recall", "accuracy"};
-    return {"accuracy"};
+    return metricValues(metric, answers);
 }
 
 // A statistic of a set of rows, with its value on all of them and its bootstrap interval.
@@ -142,7 +122,7 @@ const auto kSuccess = [](const Rows& r) { return fraction(r, [](const Row& x) { 
 const auto kPreservation = [](const Rows& r) { return fraction(r, [](const Row& x) { return x.s.correct; }, [](const Row& x) { return x.u.correct; }); };
 
 // The scores of one set of rows (a dataset, or one category of it) under a plan.
-ordered_json setScores(const Rows& rows, const std::string& metric, bool target, bool withMetrics) {
+ordered_json setScores(const Rows& rows, EvalMetric metric, bool target, bool withMetrics) {
     std::vector<Statistic> stats;
     const std::vector<std::string> names = metricNames(metric);
     if (withMetrics)
@@ -237,13 +217,13 @@ ordered_json summarizeStudy(const json& identity, const std::vector<json>& plans
         for (size_t k = 0; k < sets.size(); ++k) {
             const bool target = sets[k].role == "target";
             ordered_json s = {{"dataset", sets[k].name}, {"role", sets[k].role}, {"metric", sets[k].metric}};
-            s.update(setScores(rows[p][k], sets[k].metric, target, true));
+            s.update(setScores(rows[p][k], parseEvalMetric(sets[k].metric), target, true));
             std::map<std::string, Rows> byCategory;
             for (const Row* r : rows[p][k]) byCategory[r->category].push_back(r);
             ordered_json categories = ordered_json::array();
             for (const auto& [category, members] : byCategory) {
                 ordered_json c = {{"category", category}};
-                c.update(setScores(members, sets[k].metric, target, false));
+                c.update(setScores(members, parseEvalMetric(sets[k].metric), target, false));
                 categories.push_back(c);
             }
             s["categories"] = categories;
