@@ -165,10 +165,12 @@ void printSummary(const nlohmann::ordered_json& s) {
                     d.at("ci95")[1].get<double>());
     }
     const auto& o = s.at("outcomes");
-    std::printf("\n%lld items; steering changed %.1f %% of the answers (same %lld, different %lld, degenerate %lld); McNemar p = %.4g\n",
+    std::printf("\n%lld items; steering changed %.1f %% of the answers (same %lld, different %lld, degenerate %lld); McNemar p = %.4g "
+                "(item-level)\nintervals: paired bootstrap resampling the %lld images (an image's questions together)\n",
                 static_cast<long long>(s.at("items").get<int64_t>()), 100 * s.at("changed_fraction").get<double>(),
                 static_cast<long long>(o.at("same").get<int64_t>()), static_cast<long long>(o.at("different").get<int64_t>()),
-                static_cast<long long>(o.at("degenerate").get<int64_t>()), s.at("mcnemar_p").get<double>());
+                static_cast<long long>(o.at("degenerate").get<int64_t>()), s.at("mcnemar_p").get<double>(),
+                static_cast<long long>(s.at("bootstrap").value("clusters", int64_t(0))));
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace kvsteer {
 
@@ -134,64 +135,68 @@ std::string frontierSvg(const ordered_json& summary) {
 }
 
 std::string gridSvg(const ordered_json& summary) {
-    // Panels: (dataset, vectors / operator / c_k / mode); rows: layers; columns: c_v.
-    struct Panel {
-        std::string title;
-        std::vector<std::string> rows;
-        std::vector<double> cols;
-        std::map<std::pair<std::string, double>, json> cells;
+    // A matrix of panels: a row per dataset, a column per vectors / operator / c_k / mode; inside a
+    // panel, layers down and c_v across, each cell the set's headline under that plan.
+    std::vector<std::string> groups, layers, sets;
+    std::vector<double> strengths;
+    std::map<std::tuple<std::string, std::string, std::string, double>, json> value;   // (set, group, layers, c_v)
+    auto addOnce = [](auto& list, const auto& v) {
+        if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
     };
-    std::vector<Panel> panels;
-    std::map<std::string, size_t> panelOf;
+    std::map<std::string, std::string> setTitle;
     for (const ordered_json& plan : summary.at("results")) {
         const ordered_json& st = plan.at("settings");
         const std::string vectors = st.value("vectors", "");
         const std::string group = (vectors.empty() ? "no vectors" : fs::path(vectors).stem().string()) + " · " + st.value("operator", "") +
-                                  " · c_k " + st.at("ck").dump() + " · " + st.value("mode", "");
+                                  " · c_k " + number(st.at("ck").at(0), 2) + " · " + st.value("mode", "");
+        const std::string layer = st.value("layers", "all");
         const double cv = st.at("cv").at(0).get<double>();
-        const std::string layers = st.value("layers", "all");
+        addOnce(groups, group);
+        addOnce(layers, layer);
+        addOnce(strengths, cv);
         for (const ordered_json& set : plan.at("datasets")) {
-            const std::string title = set.at("dataset").get<std::string>() + " (" + set.at("role").get<std::string>() + ", " +
-                                      (set.contains("success") ? "success" : "preservation") + ") · " + group;
-            const auto [it, fresh] = panelOf.emplace(title, panels.size());
-            if (fresh) panels.push_back({title, {}, {}, {}});
-            Panel& p = panels[it->second];
-            if (std::find(p.rows.begin(), p.rows.end(), layers) == p.rows.end()) p.rows.push_back(layers);
-            if (std::find(p.cols.begin(), p.cols.end(), cv) == p.cols.end()) p.cols.push_back(cv);
-            p.cells[{layers, cv}] = headline(set)["value"];
+            const std::string name = set.at("dataset");
+            addOnce(sets, name);
+            setTitle[name] = set.at("role").get<std::string>() + ", " + (set.contains("success") ? "success" : "preservation");
+            value[{name, group, layer, cv}] = headline(set)["value"];
         }
     }
-    const int cell = 44, left = 90, titleH = 36, gap = 30;
-    int width = 400, height = 10;
-    for (Panel& p : panels) {
-        std::sort(p.cols.begin(), p.cols.end());
-        width = std::max(width, left + cell * int(p.cols.size()) + 20);
-        height += titleH + cell * int(p.rows.size()) + gap;
-    }
+    std::sort(strengths.begin(), strengths.end());
+    const int cell = 40, left = 150, top = 70, gap = 24;
+    const int panelW = std::max(int(strengths.size()) * cell + 60, 260), panelH = int(layers.size()) * cell + 18;
+    const int width = left + int(groups.size()) * (panelW + gap), height = top + int(sets.size()) * (panelH + gap) + 20;
     std::ostringstream o;
     o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-    int y = 10;
-    for (const Panel& p : panels) {
-        o << "<text x=\"10\" y=\"" << y + 14 << "\" font-size=\"12\">" << xml(p.title) << "</text>\n";
-        for (size_t c = 0; c < p.cols.size(); ++c)
-            o << "<text x=\"" << left + cell * int(c) + cell / 2 << "\" y=\"" << y + titleH - 4 << "\" text-anchor=\"middle\">c_v " << p.cols[c] << "</text>\n";
-        y += titleH;
-        for (size_t r = 0; r < p.rows.size(); ++r) {
-            o << "<text x=\"" << left - 6 << "\" y=\"" << y + cell / 2 + 4 << "\" text-anchor=\"end\">" << xml(p.rows[r]) << "</text>\n";
-            for (size_t c = 0; c < p.cols.size(); ++c) {
-                const auto it = p.cells.find({p.rows[r], p.cols[c]});
-                const bool has = it != p.cells.end() && it->second.is_number();
-                const double v = has ? it->second.get<double>() : 0;
-                const int shade = int(std::lround(255 - 200 * std::clamp(v, 0.0, 1.0)));   // white (0) to blue (1)
-                o << "<rect x=\"" << left + cell * int(c) << "\" y=\"" << y << "\" width=\"" << cell - 2 << "\" height=\"" << cell - 2 << "\" fill=\""
-                  << (has ? "rgb(" + std::to_string(shade) + "," + std::to_string(shade) + ",255)" : std::string("#eee")) << "\"/>\n"
-                  << "<text x=\"" << left + cell * int(c) + cell / 2 - 1 << "\" y=\"" << y + cell / 2 + 3 << "\" text-anchor=\"middle\">"
-                  << (has ? number(it->second, 2) : "–") << "</text>\n";
+      << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"10\" y=\"20\" font-size=\"14\">" << xml(summary.at("suite").at("name").get<std::string>())
+      << ": each set's success (target) or preservation (preserve), c_v across, layers down</text>\n";
+    for (size_t g = 0; g < groups.size(); ++g)
+        o << "<text x=\"" << left + int(g) * (panelW + gap) << "\" y=\"" << top - 26 << "\" font-size=\"12\">" << xml(groups[g]) << "</text>\n";
+    for (size_t k = 0; k < sets.size(); ++k) {
+        const int y0 = top + int(k) * (panelH + gap);
+        o << "<text x=\"10\" y=\"" << y0 + 24 << "\" font-size=\"12\">" << xml(sets[k]) << "</text>\n"
+          << "<text x=\"10\" y=\"" << y0 + 40 << "\" fill=\"#555\">" << xml(setTitle[sets[k]]) << "</text>\n";
+        for (size_t g = 0; g < groups.size(); ++g) {
+            const int x0 = left + int(g) * (panelW + gap) + 50;
+            if (k == 0)
+                for (size_t c = 0; c < strengths.size(); ++c)
+                    o << "<text x=\"" << x0 + int(c) * cell + cell / 2 << "\" y=\"" << top - 8 << "\" text-anchor=\"middle\">c_v "
+                      << strengths[c] << "</text>\n";
+            for (size_t r = 0; r < layers.size(); ++r) {
+                const int y = y0 + int(r) * cell;
+                o << "<text x=\"" << x0 - 6 << "\" y=\"" << y + cell / 2 + 4 << "\" text-anchor=\"end\">" << xml(layers[r]) << "</text>\n";
+                for (size_t c = 0; c < strengths.size(); ++c) {
+                    const auto it = value.find({sets[k], groups[g], layers[r], strengths[c]});
+                    const bool has = it != value.end() && it->second.is_number();
+                    const double v = has ? it->second.get<double>() : 0;
+                    const int shade = int(std::lround(255 - 200 * std::clamp(v, 0.0, 1.0)));   // white (0) to blue (1)
+                    o << "<rect x=\"" << x0 + int(c) * cell << "\" y=\"" << y << "\" width=\"" << cell - 2 << "\" height=\"" << cell - 2
+                      << "\" fill=\"" << (has ? "rgb(" + std::to_string(shade) + "," + std::to_string(shade) + ",255)" : std::string("#eee")) << "\"/>\n"
+                      << "<text x=\"" << x0 + int(c) * cell + cell / 2 - 1 << "\" y=\"" << y + cell / 2 + 3 << "\" text-anchor=\"middle\" fill=\""
+                      << (v > 0.6 ? "white" : "black") << "\">" << (has ? number(it->second, 2) : "–") << "</text>\n";
+                }
             }
-            y += cell;
         }
-        y += gap;
     }
     o << "</svg>\n";
     return o.str();
