@@ -84,7 +84,7 @@ void printStudy(const nlohmann::ordered_json& s) {
     }
     std::cout << "\n" << s.at("item_lines").get<int64_t>() << " item x plan lines over " << s.at("clusters").get<int64_t>()
               << " images; target sets: success (steered answer = target), preserve sets: preservation (right unsteered and still right "
-                 "steered); intervals resample images; **bold** = on the frontier\n";
+                 "steered); a degenerate answer is neither; intervals resample images; **bold** = on the frontier\n";
 }
 
 } // namespace

@@ -118,8 +118,12 @@ std::vector<ordered_json> measure(const Rows& rows, const std::vector<Statistic>
     return out;
 }
 
-const auto kSuccess = [](const Rows& r) { return fraction(r, [](const Row& x) { return x.sHit; }); };
-const auto kPreservation = [](const Rows& r) { return fraction(r, [](const Row& x) { return x.s.correct; }, [](const Row& x) { return x.u.correct; }); };
+// A degenerate steered answer ("blue blue blue blue") never counts as a success or as kept, even
+// where the metric would read it so (contains finds "blue" in it; POPE reads no "no" as yes).
+const auto kSuccess = [](const Rows& r) { return fraction(r, [](const Row& x) { return x.sHit && !x.degenerate; }); };
+const auto kPreservation = [](const Rows& r) {
+    return fraction(r, [](const Row& x) { return x.s.correct && !x.degenerate; }, [](const Row& x) { return x.u.correct; });
+};
 
 // The scores of one set of rows (a dataset, or one category of it) under a plan.
 ordered_json setScores(const Rows& rows, EvalMetric metric, bool target, bool withMetrics) {

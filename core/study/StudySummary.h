@@ -10,6 +10,8 @@
 //     (and the unsteered fraction beside it)
 //   - preserve sets: preservation, of the items the unsteered model answered right, the
 //     fraction still right steered (null when it got none right)
+//   - a degenerate steered answer (the atlas's class: a token repeated, "blue blue blue blue")
+//     is neither a success nor kept, whatever the metric reads in it
 //   - the first step's KL(unsteered || steered), the target's teacher-forced log-prob
 //     difference (steered - unsteered), the fraction of degenerate and of changed answers
 //   - McNemar's exact p on correctness (item-level: discordant items counted one by one)
