@@ -33,6 +33,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <unistd.h>
 
 #include <QProcess>
@@ -400,6 +401,10 @@ private slots:
         QCOMPARE(run.at("plan").at("operator").get<std::string>(), std::string("add"));
         QCOMPARE(run.at("plan").at("cv"), json::parse("[16.0]"));
         QCOMPARE(summary.at("plan"), run.at("plan"));
+        std::stringstream svg;
+        svg << std::ifstream(clean + "/metrics.svg").rdbuf();
+        QVERIFY2(svg.str().find("add, c_k [0.0], c_v [16.0], layers all, edit-only, red-to-blue.safetensors") != std::string::npos,
+                 svg.str().substr(0, 600).c_str());
         QCOMPARE(summary.at("bootstrap").at("clustered_by").get<std::string>(), std::string("image"));
         QCOMPARE(summary.at("bootstrap").at("clusters").get<int>(), 24);
         const json firstItem = itemsById(clean).begin()->second;

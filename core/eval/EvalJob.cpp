@@ -55,14 +55,7 @@ EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJo
     result.totals = runEval(model, remaining, steering, options, run);
     result.stopped = result.totals.stopped;
     // This run's time joins the folder's earlier runs' (a rerun of a finished run adds nothing).
-    if (result.totals.items > 0 || result.stopped) {
-        RunTimings timings;
-        timings.seconds = result.totals.totalMs / 1000;
-        timings.prefillMs = result.totals.prefillMs;
-        timings.decodeMs = result.totals.decodeMs;
-        timings.itemsTimed = result.totals.items;
-        recordRunTimings(job.outDir, timings);
-    }
+    if (result.totals.items > 0 || result.stopped) recordRunTimings(job.outDir, runTimingsOf(result.totals, result.totals.items));
     if (result.stopped) return result;
     result.summary = summarize(job.identity, readDoneItems(job.outDir), readRunTimings(job.outDir), readSkipped(job.outDir));
     writeSummaryFiles(job.outDir, result.summary);

@@ -146,8 +146,9 @@ std::string planLine(const ordered_json& plan) {
     if (!plan.is_object()) return "plan not recorded";
     std::string vectors = plan.value("vectors", "");
     vectors = vectors.empty() ? "no vectors" : fs::path(vectors).filename().string();
+    const json layers = plan.value("layers", json("all"));
     std::string line = plan.value("operator", "?") + ", c_k " + plan.value("ck", json()).dump() + ", c_v " + plan.value("cv", json()).dump() +
-                       ", layers " + plan.value("layers", json("all")).dump() + ", " + plan.value("mode", "") + ", " + vectors;
+                       ", layers " + (layers.is_string() ? layers.get<std::string>() : layers.dump()) + ", " + plan.value("mode", "") + ", " + vectors;
     std::string escaped;   // SVG text: & and < must be entities
     for (char ch : line) escaped += ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : std::string(1, ch);
     return escaped;
@@ -389,6 +390,15 @@ void writeSummaryFiles(const std::string& dir, const ordered_json& summary) {
     writeTextAtomically((fs::path(dir) / "summary.json").string(), summary.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
     writeTextAtomically((fs::path(dir) / "summary.csv").string(), summaryCsv(summary));
     writeTextAtomically((fs::path(dir) / "metrics.svg").string(), metricsSvg(summary));
+}
+
+RunTimings runTimingsOf(const EvalTotals& totals, int64_t itemsTimed) {
+    RunTimings t;
+    t.seconds = totals.totalMs / 1000;
+    t.prefillMs = totals.prefillMs;
+    t.decodeMs = totals.decodeMs;
+    t.itemsTimed = itemsTimed;
+    return t;
 }
 
 void recordRunTimings(const std::string& dir, const RunTimings& run) {

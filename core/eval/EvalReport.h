@@ -84,6 +84,9 @@ struct RunTimings {
     nlohmann::ordered_json perShard; // merged shards: each one's timings (null otherwise)
 };
 
+// A run's timings from its totals; `itemsTimed` the items it finished (a study: items, not lines).
+RunTimings runTimingsOf(const EvalTotals& totals, int64_t itemsTimed);
+
 // Appends one run's timings to dir/runs.jsonl, and reads them all back added up (a folder whose
 // items were made by a first run and its continuations).
 void recordRunTimings(const std::string& dir, const RunTimings& run);

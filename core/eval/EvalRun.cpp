@@ -33,9 +33,10 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 }
 
 // The bytes a question's caches take, float32, room for the prompt and the answer: its snapshot
-// while it waits, and then its two rows of the decode batch (the unsteered row and the steered).
-int64_t preparedBytes(const TextConfig& t, int64_t tokens) {
-    return 2 * 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * tokens * int64_t(sizeof(float));
+// while it waits, and then its rows of the decode batch (the unsteered row and one per plan).
+int64_t preparedBytes(const TextConfig& t, int64_t tokens, size_t plans) {
+    const int64_t oneCache = 2 * int64_t(t.numLayers) * t.numKvHeads * t.headDim * tokens * int64_t(sizeof(float));   // K and V
+    return int64_t(1 + plans) * oneCache;
 }
 
 // One question on its way to decoding: its prompt and plans (one per steering plan of the run),
@@ -98,7 +99,7 @@ public:
     int64_t waitingBytes() const {
         int64_t bytes = 0;
         for (const PreparedItem& p : waiting_)
-            bytes += preparedBytes(model_->config().text, int64_t(p.prompt.ids.size()) + options_.generation.maxNewTokens);
+            bytes += preparedBytes(model_->config().text, int64_t(p.prompt.ids.size()) + options_.generation.maxNewTokens, steerings_.size());
         return bytes;
     }
 
@@ -237,6 +238,9 @@ double targetLogProb(const Session& session, const KVCache& cache, const std::ve
     return total;
 }
 
+// The item's target as the tokenizer splits it (the answer's tokens, no BOS).
+std::vector<int64_t> targetIdsOf(const PreparedItem& p) { return p.session->model().tokenizer().encode(p.item->target, false); }
+
 // Decodes the prepared items' rows: per item its unsteered row, then one steered row per plan, all
 // of items whose caches hold the same number of tokens at the same positions in batches of
 // batchRows rows (eval's one plan: its pairs, batchRows / 2 questions a batch). Each row starts
@@ -293,19 +297,30 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
             totals.decodeMs += decoded.decodeMs;
             for (size_t r = 0; r < batchJobs.size(); ++r) {
                 const RowJob& job = batchJobs[r];
+                PreparedItem& p = prepared[job.item];
                 ++rowsDone[job.item];
-                if (job.plan < 0) unsteered[job.item] = decoded.rows[r];
-                else results[job.item][size_t(job.plan)].steered = decoded.rows[r];
                 for (EvalItemResult& out : results[job.item]) out.decodeMs += decoded.decodeMs / double(batchJobs.size());
+                if (job.plan < 0) {
+                    unsteered[job.item] = decoded.rows[r];
+                    continue;
+                }
+                EvalItemResult& out = results[job.item][size_t(job.plan)];
+                out.steered = decoded.rows[r];
+                SteeredCache& steered = p.starts[size_t(job.plan)].steered;
+                if (options.measures && !p.item->target.empty())
+                    out.targetLogProbSteered = targetLogProb(*p.session, steered.cache, targetIdsOf(p), steered.attentionBias);
+                // The row's view holds its batch's buffers: let them go now, so a study holds one
+                // batch at a time however many plans it has.
+                out.editMs = steered.editMs;
+                steered = SteeredCache();
             }
         }
     std::vector<EvalItemResult> done;
     for (size_t i = 0; i < prepared.size(); ++i) {
         if (rowsDone[i] != planCount + 1) continue;
         const PreparedItem& p = prepared[i];
-        const std::vector<int64_t> targetIds =
-            options.measures && !p.item->target.empty() ? p.session->model().tokenizer().encode(p.item->target, false) : std::vector<int64_t>();
-        const double targetUnsteered = targetIds.empty() ? std::nan("") : targetLogProb(*p.session, p.session->snapshot(), targetIds, {});
+        const bool target = options.measures && !p.item->target.empty();
+        const double targetUnsteered = target ? targetLogProb(*p.session, p.session->snapshot(), targetIdsOf(p), {}) : std::nan("");
         for (size_t k = 0; k < planCount; ++k) {
             EvalItemResult& out = results[i][k];
             const SteeredRunStart& start = p.starts[k];
@@ -314,16 +329,12 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
             out.unsteered = unsteered[i];
             out.prefixReused = p.prefixReused;
             out.prefillMs = k == 0 ? p.prefillMs : 0;
-            out.editMs = start.steered.editMs;
             out.cellsSource = p.cellsSources[k];
             out.cells = start.notices.nothingPainted ? 0 : at::count_nonzero(p.plans[k].strength).item<int64_t>();
             out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item, options.chairTable);
             out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item, options.chairTable);
             out.outcome = classifyCell(out.steered, out.unsteered);
-            if (!targetIds.empty()) {
-                out.targetLogProbUnsteered = targetUnsteered;
-                out.targetLogProbSteered = targetLogProb(*p.session, start.steered.cache, targetIds, start.steered.attentionBias);
-            }
+            out.targetLogProbUnsteered = targetUnsteered;
             done.push_back(std::move(out));
         }
     }
@@ -394,7 +405,7 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
         std::vector<PreparedItem> prepared;
         auto held = [&] {
             int64_t bytes = runner.waitingBytes();
-            for (const PreparedItem& p : prepared) bytes += preparedBytes(t, p.session->snapshot().capacity());
+            for (const PreparedItem& p : prepared) bytes += preparedBytes(t, p.session->snapshot().capacity(), plans.size());
             return bytes;
         };
         while (prepared.size() < perChunk && held() < kPreparedBytes && next < order.size()) {

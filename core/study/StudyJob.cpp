@@ -56,6 +56,10 @@ std::vector<std::string> differences(const json& there, const json& here, const 
     return d;
 }
 
+// What two runs of one study may differ in: where the files were (the hashes say what they held)
+// and the version that wrote them.
+const std::set<std::string> kWhereabouts = {"kvsteer_version", "suite.path", "model.directory"};
+
 std::string joined(const std::vector<std::string>& parts) {
     std::string s;
     for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
@@ -142,7 +146,7 @@ void openStudyDirectory(const std::string& dir, const ordered_json& identity, co
         } catch (const json::exception& e) {
             throw Error(file.string() + ": not valid JSON (" + e.what() + ")");
         }
-        const std::vector<std::string> d = differences(there, identity, {"kvsteer_version"});
+        const std::vector<std::string> d = differences(there, identity, kWhereabouts);
         if (!d.empty()) throw Error("output folder " + dir + " holds another study: " + joined(d) + " (use a new folder)");
         return;
     }
@@ -250,14 +254,8 @@ StudyJobResult runStudyJob(const std::shared_ptr<const Model>& model, const Stud
     StudyJobResult result;
     result.totals = runEval(model, remaining, steerings, o, run);
     result.stopped = result.totals.stopped;
-    if (result.totals.items > 0 || result.stopped) {
-        RunTimings t;
-        t.seconds = result.totals.totalMs / 1000;
-        t.prefillMs = result.totals.prefillMs;
-        t.decodeMs = result.totals.decodeMs;
-        t.itemsTimed = result.totals.items / int64_t(job.plans.size());
-        recordRunTimings(job.outDir, t);
-    }
+    if (result.totals.items > 0 || result.stopped)   // totals count an item once per plan
+        recordRunTimings(job.outDir, runTimingsOf(result.totals, result.totals.items / int64_t(job.plans.size())));
     if (result.stopped) return result;
     result.summary = summarizeStudy(json::parse(readTextFile((fs::path(job.outDir) / "study.json").string())), readPlans(job.outDir),
                                     readCompleteItems(job.outDir, job.plans.size()), readRunTimings(job.outDir), readSkipped(job.outDir));
@@ -283,7 +281,9 @@ ordered_json mergeStudyShards(const std::vector<std::string>& shardDirs, const s
     ordered_json perShard = ordered_json::array();
     const std::vector<json> plans = readPlans(shardDirs.front());
     for (size_t i = 0; i < shardDirs.size(); ++i) {
-        const std::vector<std::string> d = differences(first, ids[i], {"kvsteer_version", "shard.index", "shard.items"});
+        std::set<std::string> ignored = kWhereabouts;
+        ignored.insert({"shard.index", "shard.items"});
+        const std::vector<std::string> d = differences(first, ids[i], ignored);
         if (!d.empty()) throw Error("study-merge: " + shardDirs[i] + " is not a shard of the same study as " + shardDirs[0] + ": " + joined(d));
         const int k = ids[i].at("shard").at("index").get<int>();
         if (!byShard.emplace(k, shardDirs[i]).second)
