@@ -8,6 +8,7 @@
 #include "studio/SteeringController.h"
 #include "studio/StudioOptions.h"
 #include "studio/StudioStatusBar.h"
+#include "studio/StudyController.h"
 #include "widgets/HeatmapPanel.h"
 #include "widgets/PatchCanvas.h"
 #include "widgets/PromptPanel.h"
@@ -42,9 +43,9 @@ QString sessionFilter() { return QObject::tr("kvsteer sessions (*.kvsession);;Al
 
 DocumentController::DocumentController(const StudioOptions& options, ErrorReporter* errors, StudioStatusBar* status,
                                        ModelController* model, ImageController* image, RunController* runs, SteeringController* steering,
-                                       const RunPanes& panes, QUndoStack* undo, QMainWindow* window)
+                                       StudyController* study, const RunPanes& panes, QUndoStack* undo, QMainWindow* window)
     : QObject(window), options_(options), errors_(errors), status_(status), model_(model), image_(image), runs_(runs),
-      steering_(steering), panes_(panes), undo_(undo), window_(window) {
+      steering_(steering), study_(study), panes_(panes), undo_(undo), window_(window) {
     autosaveTimer_ = new QTimer(this);
     autosaveTimer_->setSingleShot(true);
     autosaveTimer_->setInterval(kAutosaveDelayMs);
@@ -94,6 +95,7 @@ SessionDocument DocumentController::collect() const {
     s.heatmap = panes_.heatmaps->settings();
     s.heatmapLayer = panes_.heatmaps->selectedLayer();
     s.live = panes_.prompt->live();
+    s.study = study_->setup();
     return s;
 }
 
@@ -129,6 +131,7 @@ void DocumentController::apply(const SessionDocument& s, const QString& origin) 
     steering_->restore(s.vectorsBlob, s.vectorsOrigin);
     panes_.heatmaps->setSettings(s.heatmap);
     panes_.heatmaps->setSelectedLayer(s.heatmapLayer);
+    study_->restore(s.study);   // its frontier and table from the folder's summary, when it has one
     runs_->forgetRun();
     // The answers are shown once the image is back (its arrival clears the panes).
     panes_.streams->restore(s.unsteered, s.steered);

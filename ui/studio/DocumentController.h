@@ -26,13 +26,14 @@ class ModelController;
 class RunController;
 class SteeringController;
 class StudioStatusBar;
+class StudyController;
 
 class DocumentController : public QObject {
     Q_OBJECT
 public:
     DocumentController(const StudioOptions& options, ErrorReporter* errors, StudioStatusBar* status, ModelController* model,
-                       ImageController* image, RunController* runs, SteeringController* steering, const RunPanes& panes,
-                       QUndoStack* undo, QMainWindow* window);
+                       ImageController* image, RunController* runs, SteeringController* steering, StudyController* study,
+                       const RunPanes& panes, QUndoStack* undo, QMainWindow* window);
     ~DocumentController() override;
 
     QString recoveryPath() const { return recoveryPath_; }
@@ -73,6 +74,7 @@ private:
     ImageController* image_;
     RunController* runs_;
     SteeringController* steering_;
+    StudyController* study_;
     const RunPanes panes_;
     QUndoStack* undo_;
     QMainWindow* window_;

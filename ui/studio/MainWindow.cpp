@@ -17,8 +17,10 @@
 #include "studio/TokenStripController.h"
 #include "studio/StudioSettings.h"
 #include "studio/StudioStatusBar.h"
+#include "studio/StudyController.h"
 #include "widgets/AtlasPanel.h"
 #include "widgets/EvalPanel.h"
+#include "widgets/FrontierPlot.h"
 #include "widgets/HeatmapPanel.h"
 #include "widgets/Icons.h"
 #include "widgets/PatchCanvas.h"
@@ -26,6 +28,7 @@
 #include "widgets/RunSummary.h"
 #include "widgets/SteeringPanel.h"
 #include "widgets/StreamView.h"
+#include "widgets/StudyPanel.h"
 #include "worker/Worker.h"
 
 #include <QAction>
@@ -36,6 +39,7 @@
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
 #include <QUndoStack>
@@ -84,11 +88,12 @@ MainWindow::~MainWindow() {
     // the controllers (and their connections) first.
     worker_->disconnect();
     for (QObject* child : findChildren<QObject*>()) child->disconnect(this);
-    for (QObject* c : std::initializer_list<QObject*>{startup_, document_, python_, eval_, steeringCtl_, atlas_, runs_, images_, models_, actions_, settings_, status_, errors_})
+    for (QObject* c : std::initializer_list<QObject*>{startup_, document_, python_, study_, eval_, steeringCtl_, atlas_, runs_, images_, models_, actions_, settings_, status_, errors_})
         delete c;
     worker_->cancelRunsBefore(std::numeric_limits<quint64>::max());
     worker_->cancelAtlasesBefore(std::numeric_limits<quint64>::max());
     worker_->cancelEvals();
+    worker_->cancelStudies();
     workerThread_.quit();
     workerThread_.wait();
 }
@@ -172,11 +177,26 @@ void MainWindow::buildPanes() {
     atlasDock->setFeatures(dock->features());
     addDockWidget(Qt::RightDockWidgetArea, atlasDock, Qt::Vertical);
 
-    // Evaluate dock (Tools → Evaluate on a Dataset…), a tab beside the atlas, hidden until asked.
+    // Evaluate dock (Tools → Evaluate on a Dataset… / Study a Grid…), a tab beside the atlas,
+    // hidden until asked: one setting on a dataset, or a study (a suite × a grid of plans). The
+    // tabs' fields, plots and tables scroll rather than stretch the dock on a laptop screen.
     evalPanel_ = new EvalPanel(this);
+    studyPanel_ = new StudyPanel(this);
+    auto scrolled = [this](QWidget* panel) {
+        auto* area = new QScrollArea(this);
+        area->setWidget(panel);
+        area->setWidgetResizable(true);
+        area->setFrameShape(QFrame::NoFrame);
+        area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        return area;
+    };
+    evalTabs_ = new QTabWidget(this);
+    evalTabs_->setDocumentMode(true);
+    evalTabs_->addTab(scrolled(evalPanel_), tr("Dataset"));
+    evalTabs_->addTab(scrolled(studyPanel_), tr("Study"));
     evalDock_ = new QDockWidget(tr("Evaluate"), this);
     evalDock_->setObjectName(QStringLiteral("evalDock"));
-    evalDock_->setWidget(evalPanel_);
+    evalDock_->setWidget(evalTabs_);
     evalDock_->setFeatures(dock->features());
     tabifyDockWidget(atlasDock, evalDock_);
     atlasDock->raise();
@@ -198,13 +218,20 @@ void MainWindow::createControllers() {
     atlas_ = new AtlasController(worker_, errors_, models_, images_, panes, atlasPanel_, this);
     steeringCtl_ = new SteeringController(worker_, errors_, status_, models_, images_, canvas_, prompt_, steering_, this);
     eval_ = new EvalController(worker_, errors_, models_, images_, steeringCtl_, panes, evalPanel_, this);
+    study_ = new StudyController(worker_, errors_, models_, steeringCtl_, runs_, panes, studyPanel_, this);
+    connect(study_, &StudyController::shown, this, [this] {   // the results below the fields: scrolled into view
+        if (auto* area = qobject_cast<QScrollArea*>(evalTabs_->widget(1))) area->ensureWidgetVisible(studyPanel_->plot(), 0, 0);
+    });
     connect(actions_->evaluate, &QAction::triggered, this, [this] {
         evalDock_->show();
         evalDock_->raise();
+        evalTabs_->setCurrentIndex(0);
     });
+    connect(actions_->study, &QAction::triggered, this, &MainWindow::showStudy);
     python_ = new PythonHandOff(models_, images_, steeringCtl_, status_, panes, this);
     new TokenStripController(worker_, models_, prompt_, canvas_, imageHeader_, this);   // a text-only model's canvas
-    document_ = new DocumentController(options_, errors_, status_, models_, images_, runs_, steeringCtl_, panes, undo_, this);
+    document_ = new DocumentController(options_, errors_, status_, models_, images_, runs_, steeringCtl_, study_, panes, undo_, this);
+    connect(study_, &StudyController::edited, document_, &DocumentController::markDirty);
 }
 
 // ---- wiring -----------------------------------------------------------------------------------
@@ -456,6 +483,12 @@ void MainWindow::openImageData(const QByteArray& bytes, const QString& name) { i
 void MainWindow::openModel(const QString& directory) { models_->open(directory); }
 void MainWindow::openDemoScene() { kvsteer::ui::openDemoScene(models_, images_, steeringCtl_, prompt_, steering_); }
 void MainWindow::run() { runs_->run(); }
+
+void MainWindow::showStudy() {
+    evalDock_->show();
+    evalDock_->raise();
+    evalTabs_->setCurrentIndex(1);
+}
 
 void MainWindow::stop() {
     runs_->stop();

@@ -8,6 +8,7 @@
 //   DocumentController sessions, dirty flag, autosave    StartupSequence    the start-up script
 //   StudioSettings     what is remembered (QSettings)    StudioActions      menus and toolbars
 //   AtlasController    the strength × layer atlas dock       EvalController     the Evaluate dock (datasets)
+//   StudyController    the Evaluate dock's Study tab (a suite × a grid of plans, the frontier)
 //   StudioStatusBar    the status bar                    ErrorReporter      error dialogs
 //
 // The public methods and signals are the studio's scripting surface (tests, app/studio_main.cpp).
@@ -19,6 +20,7 @@
 class QDockWidget;
 class QLabel;
 class QSplitter;
+class QTabWidget;
 class QToolBar;
 class QUndoStack;
 
@@ -27,6 +29,8 @@ namespace kvsteer::ui {
 class AtlasController;
 class EvalController;
 class EvalPanel;
+class StudyController;
+class StudyPanel;
 class AtlasPanel;
 class DocumentController;
 class ErrorReporter;
@@ -64,6 +68,9 @@ public:
     EvalPanel* evalPanel() const { return evalPanel_; }
     EvalController* evaluation() const { return eval_; }
     QDockWidget* evalDock() const { return evalDock_; }
+    StudyPanel* studyPanel() const { return studyPanel_; }
+    StudyController* study() const { return study_; }
+    void showStudy();   // the Evaluate dock, its Study tab raised
     PythonHandOff* pythonHandOff() const { return python_; }
     StudioActions* actions() const { return actions_; }
     QUndoStack* undoStack() const { return undo_; }
@@ -144,6 +151,8 @@ private:
     AtlasPanel* atlasPanel_ = nullptr;
     EvalPanel* evalPanel_ = nullptr;
     QDockWidget* evalDock_ = nullptr;
+    QTabWidget* evalTabs_ = nullptr;
+    StudyPanel* studyPanel_ = nullptr;
 
     ErrorReporter* errors_ = nullptr;
     StudioStatusBar* status_ = nullptr;
@@ -154,6 +163,7 @@ private:
     RunController* runs_ = nullptr;
     AtlasController* atlas_ = nullptr;
     EvalController* eval_ = nullptr;
+    StudyController* study_ = nullptr;
     PythonHandOff* python_ = nullptr;
     SteeringController* steeringCtl_ = nullptr;
     DocumentController* document_ = nullptr;

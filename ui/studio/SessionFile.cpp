@@ -118,6 +118,15 @@ QByteArray SessionFile::toJson(const SessionDocument& s) {
                                                {QStringLiteral("heatmap_steered"), s.heatmap.steeredRow},
                                                {QStringLiteral("heatmap_layer"), s.heatmapLayer},
                                                {QStringLiteral("live"), s.live}};
+    if (!s.study.isEmpty())
+        root[QStringLiteral("study")] = QJsonObject{{QStringLiteral("suite"), s.study.suite},
+                                                    {QStringLiteral("out"), s.study.outDir},
+                                                    {QStringLiteral("vectors"), s.study.vectors},
+                                                    {QStringLiteral("operators"), s.study.operators},
+                                                    {QStringLiteral("ck"), s.study.ck},
+                                                    {QStringLiteral("cv"), s.study.cv},
+                                                    {QStringLiteral("layers"), s.study.layers},
+                                                    {QStringLiteral("max_new_tokens"), s.study.maxNewTokens}};
     return QJsonDocument(root).toJson(QJsonDocument::Indented);
 }
 
@@ -208,6 +217,16 @@ bool SessionFile::fromJson(const QByteArray& json, SessionDocument* out, QString
     s.heatmap.steeredRow = view.value(QStringLiteral("heatmap_steered")).toBool(true);
     s.heatmapLayer = view.value(QStringLiteral("heatmap_layer")).toInt(0);
     s.live = view.value(QStringLiteral("live")).toBool(true);
+
+    const QJsonObject study = root.value(QStringLiteral("study")).toObject();
+    s.study.suite = study.value(QStringLiteral("suite")).toString();
+    s.study.outDir = study.value(QStringLiteral("out")).toString();
+    s.study.vectors = study.value(QStringLiteral("vectors")).toString();
+    s.study.operators = study.value(QStringLiteral("operators")).toString();
+    s.study.ck = study.value(QStringLiteral("ck")).toString();
+    s.study.cv = study.value(QStringLiteral("cv")).toString();
+    s.study.layers = study.value(QStringLiteral("layers")).toString();
+    s.study.maxNewTokens = std::clamp(study.value(QStringLiteral("max_new_tokens")).toInt(32), 1, 256);
     *out = std::move(s);
     return true;
 }

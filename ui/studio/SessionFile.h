@@ -1,11 +1,13 @@
 #pragma once
 // A studio session in one file (.kvsession): the image (original file bytes), the prompt, the
 // decoding settings, the painted map, the plan settings, the vector recipe inputs, the steering
-// vectors (the core's safetensors file, embedded), the two answers with their top-5s, and the
-// heatmap view. JSON, binary parts base64-encoded; written atomically with QSaveFile. The same
-// format is the crash-recovery file. The painted map is stored with its own rows × cols, so a
-// session opened with a model of another grid knows what it holds (DocumentController resamples it).
+// vectors (the core's safetensors file, embedded), the two answers with their top-5s, the
+// heatmap view, and the Study tab's setup (optional; its folder holds the results). JSON, binary
+// parts base64-encoded; written atomically with QSaveFile. The same format is the crash-recovery
+// file. The painted map is stored with its own rows × cols, so a session opened with a model of
+// another grid knows what it holds (DocumentController resamples it).
 #include "types/StudioTypes.h"
+#include "types/StudyTypes.h"
 
 #include <QByteArray>
 #include <QString>
@@ -43,6 +45,8 @@ struct SessionDocument {
     HeatmapSettings heatmap;
     int heatmapLayer = 0;
     bool live = true;
+
+    StudySetup study;                 // optional in the file: sessions before it have none
 };
 
 class SessionFile {

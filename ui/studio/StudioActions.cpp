@@ -219,6 +219,8 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
     QMenu* tools = window->menuBar()->addMenu(tr("&Tools"));
     evaluate = tools->addAction(tr("&Evaluate on a Dataset…"));
     evaluate->setToolTip(tr("Score the current steering on a dataset, steered against unsteered"));
+    study = tools->addAction(tr("&Study a Grid of Settings…"));
+    study->setToolTip(tr("Judge a grid of plans on a suite of datasets: target success against preservation, and the frontier"));
 
     QMenu* help = window->menuBar()->addMenu(tr("&Help"));
     connect(item(help, icons::Id::About, false, tr("&Quick Guide"), QKeySequence::HelpContents, tr("How to steer in five steps")),

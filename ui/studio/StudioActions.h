@@ -46,6 +46,7 @@ public:
     QAction* copyPython = nullptr;      // the plan as a Hugging Face snippet
     QAction* about = nullptr;
     QAction* evaluate = nullptr;        // Tools: shows the Evaluate dock
+    QAction* study = nullptr;           // Tools: shows the Evaluate dock's Study tab
     // Run
     QAction* run = nullptr;
     QAction* stop = nullptr;

@@ -212,6 +212,7 @@ struct VectorsInfo {
     QByteArray blob;
     QString recipe;                   // image-pair | region | text-pairs | imported
     QString origin;                   // human-readable: which files / pairs
+    QString filePath;                 // the file imported (absolute); "" for computed or a session's vectors
     QString keySpace;                 // post-rope | pre-rope
     bool perPosition = false;
     int layersWithVectors = 0;

@@ -15,6 +15,7 @@
 #include "types/AtlasTypes.h"
 #include "types/EvalTypes.h"
 #include "types/StudioTypes.h"
+#include "types/StudyTypes.h"
 
 #include <QObject>
 #include <QStringList>
@@ -42,6 +43,8 @@ public:
     void cancelAtlasesBefore(quint64 id);
     // Thread-safe. A running dataset evaluation stops after its current batch (WorkerEval.cpp).
     void cancelEvals();
+    // Thread-safe. A running study stops after its current batch (WorkerStudy.cpp).
+    void cancelStudies();
     // Thread-safe. A model load in progress stops at its next tensor (modelLoadCancelled).
     void cancelLoad();
     // Thread-safe. Decode steps completed by the run in progress (or the last run).
@@ -70,6 +73,7 @@ public Q_SLOTS:
     void loadMask(const QString& spec, const QString& prompt);
     void runAtlas(const kvsteer::ui::AtlasRequest& request);   // WorkerAtlas.cpp
     void runEval(const kvsteer::ui::EvalRequest& request);     // WorkerEval.cpp
+    void runStudy(const kvsteer::ui::StudyRequest& request);   // WorkerStudy.cpp
 
 Q_SIGNALS:
     // One signal per result and one per failure kind; a failure's message is readable as it is.
@@ -109,6 +113,10 @@ Q_SIGNALS:
     void evalItem(const kvsteer::ui::EvalItemRow& item);     // as each batch ends
     void evalFinished(const kvsteer::ui::EvalFinished& info);
     void evalFailed(quint64 evalId, const QString& message);
+    void studyStarted(const kvsteer::ui::StudyStarted& info);
+    void studyProgress(const kvsteer::ui::StudyProgress& progress);   // as each item's plans are on disk
+    void studyFinished(const kvsteer::ui::StudyFinished& info);
+    void studyFailed(quint64 studyId, const QString& message);
 
 private:
     // Keeps `vectors` (and the file info they came with) as the ones runs use; what the UI is told.

@@ -56,6 +56,7 @@ struct Worker::State {
     std::atomic<quint64> atlasRunning{0};
     std::atomic<bool> atlasStop{false};
     std::atomic<bool> evalStop{false};          // the dataset evaluation (WorkerEval.cpp)
+    std::atomic<bool> studyStop{false};         // the study (WorkerStudy.cpp)
     mutable std::mutex heatmapMutex;
     HeatmapSettings heatmap;
 

@@ -130,7 +130,9 @@ void Worker::importVectors(const QString& path) {
         SteeringVectors v = loadSteeringFile(ss(path), *d->model, &info);   // validates against the model
         QFile f(path);
         if (!f.open(QIODevice::ReadOnly)) throw kvsteer::Error("cannot read " + ss(path));
-        Q_EMIT vectorsReady(holdVectors(std::move(v), info, f.readAll(), QFileInfo(path).fileName(), true));
+        VectorsInfo out = holdVectors(std::move(v), info, f.readAll(), QFileInfo(path).fileName(), true);
+        out.filePath = d->vectorsInfo.filePath = QFileInfo(path).absoluteFilePath();
+        Q_EMIT vectorsReady(out);
     } catch (...) {
         Q_EMIT vectorsImportFailed(path, describeFailure(tr("importing %1").arg(QFileInfo(path).fileName()), std::current_exception()));
     }

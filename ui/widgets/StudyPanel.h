@@ -1,0 +1,81 @@
+#pragma once
+// StudyPanel: the Evaluate dock's Study tab (`kvsteer study` in the studio, docs/study.md) — the
+// suite and where the study goes, the grid typed as the CLI's flags take it (vector files,
+// operators, c_k and c_v values, layer choices; comma lists), Study / Stop with a progress bar,
+// the frontier plot (FrontierPlot) and a table with one row per plan × dataset × category: its
+// headline number (success on a target set, preservation on a preserve set), interval, role, items.
+// A click on a point, or a double-click on a row, chooses that plan (planChosen). Settings and
+// signals only; the StudyController runs it.
+#include "types/StudyTypes.h"
+
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+
+namespace kvsteer::ui {
+
+class FrontierPlot;
+
+class StudyPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit StudyPanel(QWidget* parent = nullptr);
+
+    StudySetup setup() const;
+    void setSetup(const StudySetup& s);          // as saved: nothing is proposed
+    void setSuite(const QString& path);          // also proposes a study folder beside it
+    void proposeVectors(const QString& path);    // the steering panel's file, unless another was typed
+
+    QPushButton* studyButton() const { return study_; }
+    QPushButton* stopButton() const { return stop_; }
+    QProgressBar* progressBar() const { return progress_; }
+    FrontierPlot* plot() const { return plot_; }
+    QTableWidget* table() const { return table_; }
+    QLineEdit* vectorsEdit() const { return vectors_; }
+    QLineEdit* cvEdit() const { return cv_; }
+    QString status() const;
+    const StudyResults& results() const { return results_; }
+
+    void setRunning(bool running);
+    void setProgress(int done, int total);
+    void setStatus(const QString& text);
+    void clearResults();
+    void showResults(const StudyResults& results);
+
+public Q_SLOTS:
+    void choosePlan(int plan);                   // what a click on its point does: planChosen
+
+Q_SIGNALS:
+    void studyRequested();
+    void stopRequested();
+    void browseRequested();
+    void setupEdited();
+    void planChosen(const kvsteer::ui::StudyPlanSettings& settings);
+
+private:
+    void selectPlanRows(int plan);
+
+    QLineEdit* suite_ = nullptr;
+    QLineEdit* outDir_ = nullptr;
+    QLineEdit* vectors_ = nullptr;
+    QLineEdit* operators_ = nullptr;
+    QLineEdit* ck_ = nullptr;
+    QLineEdit* cv_ = nullptr;
+    QLineEdit* layers_ = nullptr;
+    QSpinBox* tokens_ = nullptr;
+    QPushButton* study_ = nullptr;
+    QPushButton* stop_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QLabel* status_ = nullptr;
+    FrontierPlot* plot_ = nullptr;
+    QTableWidget* table_ = nullptr;
+    StudyResults results_;
+    QString proposedVectors_;                    // the last file proposed (replaced by the next one)
+};
+
+} // namespace kvsteer::ui
