@@ -10,6 +10,7 @@
 #include "Error.h"
 #include "MemoryBudget.h"
 #include "Runtime.h"
+#include "kernels/ComputeReport.h"
 #include "kernels/Kernels.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
@@ -547,6 +548,9 @@ int main(int argc, char** argv) {
                 nlohmann::json j = toJson(r);
                 j["threads"] = currentThreads();
                 j["kernels"] = kernels::isaName(kernels::activeIsa());
+                const kernels::ComputeReport compute = kernels::computeReport();
+                j["blas"] = {{"library", compute.blas}, {"core", compute.blasCore}, {"coretype_variable", compute.coreTypeVariable},
+                             {"older_than_cpu", compute.blasCoreOlderThanCpu}};
                 j["new_tokens"] = newTokens;
                 out.push_back(j);
             }
@@ -555,6 +559,10 @@ int main(int argc, char** argv) {
             std::printf("kvsteer bench  (device %s, dtype %s, %d threads, kernels %s, %d new tokens, best of %d)\n\n",
                         options.device.c_str(), options.dtype.c_str(), currentThreads(), kernels::isaName(kernels::activeIsa()),
                         newTokens, repeat);
+            const kernels::ComputeReport compute = kernels::computeReport();
+            std::printf("%s\n%s\n", kernels::kernelsLine(compute).c_str(), kernels::blasLine(compute).c_str());
+            if (const std::string w = kernels::blasWarning(compute); !w.empty()) std::printf("%s\n", w.c_str());
+            std::printf("\n");
             printTable(rows);
             printTargets(rows);
         }

@@ -4,6 +4,7 @@
 // a usage error exits 2 with one line and "see: kvsteer COMMAND --help"; every other failure prints
 // "kvsteer: error: <what, where, what was expected>" and exits 1.
 #include "CliOptions.h"
+#include "kernels/ComputeReport.h"
 #include "ColorFlipCommand.h"
 #include "CommandLine.h"
 #include "SteerCommands.h"
@@ -111,6 +112,9 @@ int commandInspect(int argc, char** argv) {
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
     std::cout << model->describe();
+    const kernels::ComputeReport compute = kernels::computeReport();
+    std::cout << kernels::kernelsLine(compute) << "\n" << kernels::blasLine(compute) << "\n";
+    if (const std::string w = kernels::blasWarning(compute); !w.empty()) std::cout << w << "\n";
     return 0;
 }
 

@@ -4,6 +4,7 @@
 // command that takes --prompt, --help everywhere, and text-only steering on qwen2 (tokens: masks).
 #include "TestSupport.h"
 #include "io/SafeTensors.h"
+#include "kernels/ComputeReport.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/equal.h>
@@ -64,6 +65,44 @@ class TestCli : public QObject {
     }
 
 private slots:
+    // `inspect` says what computes: kvsteer's kernels and their ISA, and the BLAS with its core.
+    // A generic core forced with OPENBLAS_CORETYPE is reported as the user's setting with the
+    // better one named; setting the better one takes effect (the remedy works); with nothing set
+    // the warning for a fallback names the variable (the words are checked on a report by hand:
+    // this machine's OpenBLAS knows its CPU).
+    void inspectSaysWhatComputes() {
+        const ProcessResult plain = runCli({"inspect"});
+        QVERIFY2(plain.exitCode == 0, plain.err.c_str());
+        QVERIFY2(plain.out.find("kernels: kvsteer's, ") != std::string::npos, plain.out.c_str());
+        if (plain.out.find("BLAS: OpenBLAS") == std::string::npos) QSKIP("no OpenBLAS loaded in this build");
+        const bool avx2 = plain.out.find("kernels: kvsteer's, portable") == std::string::npos;
+        const ProcessResult forced = runProgram("env", {"OPENBLAS_CORETYPE=Prescott", cliPath(), "inspect"});
+        QVERIFY2(forced.exitCode == 0, forced.err.c_str());
+        QVERIFY2(forced.out.find("core Prescott (OPENBLAS_CORETYPE=Prescott set)") != std::string::npos, forced.out.c_str());
+        const std::string better = plain.out.find("kernels: kvsteer's, avx512") != std::string::npos ? "SkylakeX" : "Haswell";
+        if (avx2) {
+            QVERIFY2(forced.out.find("note: OPENBLAS_CORETYPE=Prescott runs OpenBLAS's no AVX2 kernels") != std::string::npos, forced.out.c_str());
+            QVERIFY2(forced.out.find("set " + better + " for speed") != std::string::npos, forced.out.c_str());
+            const ProcessResult remedied = runProgram("env", {"OPENBLAS_CORETYPE=" + better, cliPath(), "inspect"});
+            QVERIFY2(remedied.out.find("core " + better) != std::string::npos, remedied.out.c_str());
+            QVERIFY2(remedied.out.find("note:") == std::string::npos && remedied.out.find("warning:") == std::string::npos, remedied.out.c_str());
+        }
+        kernels::ComputeReport fallback;   // what Debian's OpenBLAS said on a new Xeon, nothing set
+        fallback.cpu = kernels::Isa::Avx512;
+        fallback.blas = "OpenBLAS 0.3.21";
+        fallback.blasCore = "Prescott";
+        fallback.blasCoreOlderThanCpu = true;
+        const std::string w = kernels::blasWarning(fallback);
+        QVERIFY2(w.find("fell back to its generic core Prescott (no AVX2) on a CPU with AVX-512") != std::string::npos, w.c_str());
+        QVERIFY2(w.find("start kvsteer with OPENBLAS_CORETYPE=SkylakeX") != std::string::npos, w.c_str());
+        fallback.blasCore = "Cooperlake";
+        fallback.blasCoreOlderThanCpu = false;
+        QCOMPARE(kernels::blasWarning(fallback), std::string());
+        QVERIFY(kernels::openblasCoreLevel("Zen") == kernels::Isa::Avx2);
+        QVERIFY(kernels::openblasCoreLevel("Sandybridge") == kernels::Isa::Portable);
+        QVERIFY(kernels::openblasCoreLevel("SapphireRapids") == kernels::Isa::Avx512);
+    }
+
     void initTestCase() {
         std::ifstream in(referenceDir() + "/expected/summary.json");
         summary_ = json::parse(in);

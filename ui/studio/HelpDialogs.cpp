@@ -34,14 +34,15 @@ void showAbout(QWidget* parent, const ModelInfo& model) {
                             "paint where, choose how, and compare the steered and unsteered answers as they stream.</p>")
                     .arg(QStringLiteral(KVSTEER_STUDIO_VERSION)));
     box.setInformativeText(QObject::tr("%1 in libtorch %2 · Qt %3 · QCustomPlot for the heatmaps.\n\n"
-                                       "Model: %4")
+                                       "Model: %4\n\n%5")
                                .arg(Worker::supportedFamilies().join(QStringLiteral(", ")), QStringLiteral("1.13"),
                                     QString::fromLatin1(qVersion()),
                                     model.valid() ? QObject::tr("%1 (%2, %3 parameters, %4×%5 patches)")
                                                         .arg(model.name, model.family, formatCount(model.parameters))
                                                         .arg(model.gridRows)
                                                         .arg(model.gridCols)
-                                                  : QObject::tr("none loaded")));
+                                                  : QObject::tr("none loaded"))
+                               .arg(Worker::computeReport().join(QStringLiteral("\n"))));
     box.exec();
 }
 

@@ -3,6 +3,7 @@
 #include "Error.h"
 #include "Runtime.h"
 #include "io/Image.h"
+#include "kernels/ComputeReport.h"
 #include "models/ModelRegistry.h"
 #include "analysis/Heatmaps.h"
 #include "models/Prompt.h"
@@ -93,6 +94,13 @@ void setMaps(HeatmapData& h, const at::Tensor& maps) {
 }
 
 } // namespace
+
+QStringList Worker::computeReport() {
+    const kernels::ComputeReport r = kernels::computeReport();
+    QStringList lines{qs(kernels::kernelsLine(r)), qs(kernels::blasLine(r))};
+    if (const std::string w = kernels::blasWarning(r); !w.empty()) lines << qs(w);
+    return lines;
+}
 
 QStringList Worker::supportedFamilies() {
     QStringList names;

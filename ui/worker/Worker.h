@@ -54,6 +54,9 @@ public:
     // The families a model directory may hold ("LLaVA-1.5", "PaliGemma", ...), from the core's
     // registry, for the texts that tell a person what to open.
     static QStringList supportedFamilies();
+    // What computes (kernels::ComputeReport): kvsteer's kernels and ISA, the BLAS and its core, and
+    // a warning line with its remedy when the BLAS fell back to a generic core.
+    static QStringList computeReport();
 
 public Q_SLOTS:
     void loadModel(const QString& directory, const kvsteer::ui::LoadSettings& settings);
