@@ -220,7 +220,11 @@ StudyJobResult runStudyJob(const std::shared_ptr<const Model>& model, const Stud
     openStudyDirectory(job.outDir, identity, job.plans);
     std::set<std::string> done;
     for (const json& l : readCompleteItems(job.outDir, job.plans.size())) done.insert(itemKey(l.at("dataset"), l.at("id")));
-    for (const json& s : readSkipped(job.outDir)) done.insert(s.value("id", ""));
+    const std::vector<json> skippedBefore = readSkipped(job.outDir);
+    for (const json& s : skippedBefore) done.insert(s.value("id", ""));
+    if (done.empty())   // a fresh start: the sets' bad lines (--skip-bad) are recorded once
+        for (const StudyDataset& d : job.suite->datasets)
+            for (const BadLine& b : d.data.bad) writeStudySkipped(job.outDir, "", b.line, b.error);
     std::vector<const EvalItem*> remaining;
     for (const EvalItem* item : items)
         if (!done.count(itemKey(setOf.at(item)->name, item->id))) remaining.push_back(item);

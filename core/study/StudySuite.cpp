@@ -43,6 +43,9 @@ void readDataset(const json& e, const std::string& where, const std::string& bas
     d.name = text("name", true);
     const std::string data = text("data", true), role = text("role", true), metric = text("metric", true);
     d.mask = text("mask", false);
+    const bool maskFile = !d.mask.empty() && d.mask.rfind("rect:", 0) != 0 && d.mask.rfind("tokens:", 0) != 0;
+    if (maskFile && fs::path(d.mask).is_relative()) d.mask = (fs::path(baseDir) / d.mask).string();   // beside the suite
+    if (maskFile && !fs::is_regular_file(d.mask)) problem("mask", "the mask file " + d.mask + " does not exist");
     d.synonyms = text("synonyms", false);
     if (!synonymsOverride.empty()) d.synonyms = synonymsOverride;
     std::string images = text("images", false);
