@@ -57,9 +57,21 @@ void applyLook(QApplication& app) {
         "QStatusBar::item { border: none; }"));
 }
 
+// --help and --version only print: they need no display. Without one Qt's default (xcb) platform
+// aborts while QApplication is built, before the parser could answer, so those two get the
+// offscreen platform unless the user chose one.
+void noDisplayNeededForHelp(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const QByteArray a(argv[i]);
+        if ((a == "--help" || a == "-h" || a == "--help-all" || a == "--version" || a == "-v") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+            qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    noDisplayNeededForHelp(argc, argv);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("kvsteer"));
     QApplication::setApplicationName(QStringLiteral("kvsteer Studio"));

@@ -468,7 +468,7 @@ private slots:
         QVERIFY2(r.out.find("\"<bos>{prefix}\\n\"") != std::string::npos, r.out.c_str());
         QVERIFY(r.out.find("wrapped in the") == std::string::npos);
         for (const char* command : {"generate", "inspect", "extract", "steer", "sweep", "make-random", "demo-steer", "train-demo", "eval-demo",
-                                    "demo-corpus", "demo-images"}) {
+                                    "demo-corpus", "demo-images", "eval", "eval-merge", "study", "study-merge", "demo-study"}) {
             r = runCli({command, "--help"});
             QVERIFY2(r.exitCode == 0, (std::string(command) + ": " + r.err).c_str());
             QVERIFY2(r.out.rfind(std::string("usage: kvsteer ") + command + " ", 0) == 0, r.out.c_str());
@@ -489,6 +489,13 @@ private slots:
         r = runCli({"frobnicate"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY(r.err.find("unknown command 'frobnicate'") != std::string::npos);
+#ifdef KVSTEER_STUDIO_PATH
+        // Without a display (none set, no platform chosen) the studio still prints its help; it
+        // aborted in Qt's xcb plugin.
+        r = runProgram("env", {"-u", "DISPLAY", "-u", "WAYLAND_DISPLAY", "-u", "QT_QPA_PLATFORM", KVSTEER_STUDIO_PATH, "--help"});
+        QVERIFY2(r.exitCode == 0, (r.out + r.err).c_str());
+        QVERIFY2(r.out.find("--model") != std::string::npos && r.out.find("--run") != std::string::npos, r.out.c_str());
+#endif
 #ifdef KVSTEER_BENCH_PATH
         r = runProgram(KVSTEER_BENCH_PATH, {"--help"});
         QVERIFY2(r.exitCode == 0, r.err.c_str());
