@@ -1,6 +1,7 @@
 // The README's examples run as written, so they cannot rot: every `build/app/kvsteer ...` line of
-// its ```sh blocks runs from a folder that sees the repository's build/ and resources/ (the
-// outputs it writes land there), and must exit 0. The output block shown after the first
+// its ```sh blocks, then of docs/steering.md's walk-through (moved out of the README's first read),
+// runs from a folder that sees the repository's build/ and resources/ (the outputs it writes land
+// there), and must exit 0. The output block shown after the first
 // steering must be what the command prints, and the eval walk-through must end with a summary in
 // which steering lowers the accuracy.
 #include "TestSupport.h"
@@ -24,9 +25,9 @@ struct Example {
     std::vector<std::string> shownOutput; // the ``` block right after it in the README, if any
 };
 
-// The kvsteer commands of the README's ```sh blocks, with the plain block that follows each.
-std::vector<Example> readmeExamples() {
-    std::ifstream in(std::string(KVSTEER_SOURCE_DIR) + "/README.md");
+// The kvsteer commands of a page's ```sh blocks, with the plain block that follows each.
+std::vector<Example> pageExamples(const std::string& page) {
+    std::ifstream in(std::string(KVSTEER_SOURCE_DIR) + "/" + page);
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     std::vector<Example> examples;
@@ -59,7 +60,10 @@ private slots:
         fs::create_directory_symlink(fs::path(KVSTEER_SOURCE_DIR) / "resources", work / "resources");
         fs::create_directories(work / "build" / "app");
         fs::create_symlink(cliPath(), work / "build" / "app" / "kvsteer");
-        const std::vector<Example> examples = readmeExamples();
+        std::vector<Example> examples = pageExamples("README.md");
+        const std::vector<Example> steering = pageExamples("docs/steering.md");
+        QVERIFY2(steering.size() >= 4, "docs/steering.md's walk-through (extract, steer, heatmaps, steer --json) was not found");
+        examples.insert(examples.end(), steering.begin(), steering.end());
         QVERIFY2(examples.size() >= 3, "the README's steer, demo-pope and eval examples were not found");
         int checkedOutput = 0;
         for (const Example& e : examples) {
