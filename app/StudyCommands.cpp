@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 namespace kvsteer {
 
@@ -22,29 +21,17 @@ namespace {
 
 const char* const kGridFlags[] = {"vectors", "operator", "ck", "cv", "layers", "heads"};
 
-std::vector<std::string> commaList(const std::string& text) {
-    std::vector<std::string> out;
-    std::stringstream s(text);
-    for (std::string item; std::getline(s, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
-
 // The grid from the flags; `given` says whether any grid flag was there.
 PlanGrid gridFromFlags(const CommandLine& cl, bool* given) {
     *given = false;
     for (const char* f : kGridFlags) *given = *given || cl.has(f);
     *given = *given || cl.has("propagate");
     PlanGrid g;
-    g.vectors = commaList(cl.get("vectors", ""));
-    g.operators = commaList(cl.get("operator", ""));
-    g.layers = commaList(cl.get("layers", ""));
     try {
-        if (cl.has("ck")) g.ck = parseNumberList(cl.get("ck"), "--ck");
-        if (cl.has("cv")) g.cv = parseNumberList(cl.get("cv"), "--cv");
+        g = planGridFromLists(cl.get("vectors", ""), cl.get("operator", ""), cl.get("ck", ""), cl.get("cv", ""), cl.get("layers", ""));
         if (cl.has("heads")) g.heads = parseIndexList(cl.get("heads"), "--heads");
     } catch (const Error& e) {
-        throw UsageError(e.what());
+        throw UsageError(std::string("the grid: ") + e.what());
     }
     g.propagate = cl.has("propagate");
     g.ablateTo = cl.get("ablate-to", "mean");

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "eval/EvalDataset.h"
+#include "io/NumberList.h"
 #include "io/TextFile.h"
 #include "models/Model.h"
 #include "steer/LayerRange.h"
@@ -53,7 +54,29 @@ LayerRange layersOf(const std::string& item, const SteeringFileInfo& info, int n
     return {label, info.layers};
 }
 
+// The items of a comma-separated list, blanks around them trimmed, empty ones skipped.
+std::vector<std::string> listItems(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        const size_t a = item.find_first_not_of(" \t"), b = item.find_last_not_of(" \t");
+        if (a != std::string::npos) out.push_back(item.substr(a, b - a + 1));
+    }
+    return out;
+}
+
 } // namespace
+
+PlanGrid planGridFromLists(const std::string& vectors, const std::string& operators, const std::string& ck, const std::string& cv,
+                           const std::string& layers) {
+    PlanGrid g;
+    g.vectors = listItems(vectors);
+    g.operators = listItems(operators);
+    g.layers = listItems(layers);
+    if (!listItems(ck).empty()) g.ck = parseNumberList(ck, "c_k");
+    if (!listItems(cv).empty()) g.cv = parseNumberList(cv, "c_v");
+    return g;
+}
 
 ordered_json StudyPlan::json() const {
     ordered_json j = {{"index", index},

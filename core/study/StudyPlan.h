@@ -46,6 +46,12 @@ struct StudyPlan {
     nlohmann::ordered_json json() const;  // a line of plans.jsonl
 };
 
+// The axes as typed, each a comma-separated list ("a.safetensors,b.safetensors", "add,norm",
+// "0,1", "1,2,4", "all,early"); "" leaves that axis to the vector file. What the CLI's flags and
+// the studio's Study tab both read. Throws kvsteer::Error naming the axis for a bad number.
+PlanGrid planGridFromLists(const std::string& vectors, const std::string& operators, const std::string& ck, const std::string& cv,
+                           const std::string& layers);
+
 // The grid from a suite's "plans" list ({"vectors", "operator", "ck", "cv", "layers", "heads",
 // "propagate", "ablate_to"}); relative vector paths are the suite folder's. Throws kvsteer::Error
 // naming "plans[i].field" and what was expected.

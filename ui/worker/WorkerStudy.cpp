@@ -5,7 +5,6 @@
 // ends it after the current batch; the same folder continues it.
 // Core (and ATen) first: Qt's `slots` keyword breaks ATen headers included after a Qt header.
 #include "Error.h"
-#include "io/NumberList.h"
 #include "study/StudyJob.h"
 
 #include <c10/core/GradMode.h>
@@ -23,27 +22,10 @@ namespace kvsteer::ui {
 
 namespace {
 
-QStringList commaList(const QString& text) {
-    QStringList out;
-    for (const QString& item : text.split(QLatin1Char(','), Qt::SkipEmptyParts))
-        if (!item.trimmed().isEmpty()) out << item.trimmed();
-    return out;
-}
-
-std::vector<std::string> strings(const QStringList& list) {
-    std::vector<std::string> out;
-    for (const QString& s : list) out.push_back(ss(s));
-    return out;
-}
-
 // The typed axes as the CLI's flags give them; a relative vector file is the suite folder's.
 PlanGrid gridOf(const StudySetup& s, const QDir& suiteDir) {
-    PlanGrid g;
-    for (const QString& v : commaList(s.vectors)) g.vectors.push_back(ss(QDir::cleanPath(suiteDir.absoluteFilePath(v))));
-    g.operators = strings(commaList(s.operators));
-    g.layers = strings(commaList(s.layers));
-    if (!s.ck.trimmed().isEmpty()) g.ck = parseNumberList(ss(s.ck.trimmed()), "c_k");
-    if (!s.cv.trimmed().isEmpty()) g.cv = parseNumberList(ss(s.cv.trimmed()), "c_v");
+    PlanGrid g = planGridFromLists(ss(s.vectors), ss(s.operators), ss(s.ck), ss(s.cv), ss(s.layers));
+    for (std::string& v : g.vectors) v = ss(QDir::cleanPath(suiteDir.absoluteFilePath(qs(v))));
     return g;
 }
 
