@@ -91,11 +91,9 @@ std::map<std::string, double> metricOf(EvalMetric metric, const Rows& rows, bool
     return metricValues(metric, answers);
 }
 
-// A statistic of a set of rows, with its value on all of them and its bootstrap interval.
-struct Statistic {
-    std::string name;
-    std::function<double(const Rows&)> of;
-};
+// Statistics of a set of rows, all filled at once (one value each; the metric's values are
+// computed once per resample for all its names).
+using Statistics = std::function<void(const Rows&, std::vector<double>& values)>;
 
 json valueJson(double v) { return std::isnan(v) ? json() : json(v); }
 
@@ -103,18 +101,20 @@ ordered_json withInterval(double value, const Interval& ci) {
     return {{"value", valueJson(value)}, {"ci95", {valueJson(ci.lo), valueJson(ci.hi)}}};
 }
 
-// Values and intervals of `stats` over `rows`, resampling their images.
-std::vector<ordered_json> measure(const Rows& rows, const std::vector<Statistic>& stats) {
+// The `count` statistics over `rows` with their intervals, resampling the rows' images.
+std::vector<ordered_json> measure(const Rows& rows, size_t count, const Statistics& statistics) {
     std::vector<std::string> images;
     for (const Row* r : rows) images.push_back(r->image);
     Rows sample;
-    const std::vector<Interval> ci = clusteredBootstrap(clusterIndices(images), stats.size(), [&](const std::vector<size_t>& idx, std::vector<double>& v) {
+    const std::vector<Interval> ci = clusteredBootstrap(clusterIndices(images), count, [&](const std::vector<size_t>& idx, std::vector<double>& v) {
         sample.clear();
         for (size_t i : idx) sample.push_back(rows[i]);
-        for (size_t k = 0; k < stats.size(); ++k) v[k] = stats[k].of(sample);
+        statistics(sample, v);
     });
+    std::vector<double> values(count, kNaN);
+    statistics(rows, values);
     std::vector<ordered_json> out;
-    for (size_t k = 0; k < stats.size(); ++k) out.push_back(withInterval(stats[k].of(rows), ci[k]));
+    for (size_t k = 0; k < count; ++k) out.push_back(withInterval(values[k], ci[k]));
     return out;
 }
 
@@ -127,15 +127,19 @@ const auto kPreservation = [](const Rows& r) {
 
 // The scores of one set of rows (a dataset, or one category of it) under a plan.
 ordered_json setScores(const Rows& rows, EvalMetric metric, bool target, bool withMetrics) {
-    std::vector<Statistic> stats;
+    // In order: each metric's steered - unsteered (withMetrics), success or preservation, the
+    // first step's KL, the target's log-prob difference.
     const std::vector<std::string> names = metricNames(metric);
-    if (withMetrics)
-        for (const std::string& name : names)
-            stats.push_back({name, [&, name](const Rows& r) { return metricOf(metric, r, true).at(name) - metricOf(metric, r, false).at(name); }});
-    stats.push_back({target ? "success" : "preservation", target ? std::function<double(const Rows&)>(kSuccess) : kPreservation});
-    stats.push_back({"first_step_kl", [](const Rows& r) { return mean(r, [](const Row& x) { return x.kl; }); }});
-    stats.push_back({"target_logprob_difference", [](const Rows& r) { return mean(r, [](const Row& x) { return x.lpS - x.lpU; }); }});
-    const std::vector<ordered_json> measured = measure(rows, stats);
+    const size_t metrics = withMetrics ? names.size() : 0;
+    const std::vector<ordered_json> measured = measure(rows, metrics + 3, [&](const Rows& r, std::vector<double>& v) {
+        if (withMetrics) {
+            const auto mu = metricOf(metric, r, false), ms = metricOf(metric, r, true);
+            for (size_t k = 0; k < metrics; ++k) v[k] = ms.at(names[k]) - mu.at(names[k]);
+        }
+        v[metrics] = target ? kSuccess(r) : kPreservation(r);
+        v[metrics + 1] = mean(r, [](const Row& x) { return x.kl; });
+        v[metrics + 2] = mean(r, [](const Row& x) { return x.lpS - x.lpU; });
+    });
     std::set<std::string> images;
     for (const Row* r : rows) images.insert(r->image);
     ordered_json j = {{"items", int64_t(rows.size())}, {"clusters", int64_t(images.size())}};
@@ -236,22 +240,20 @@ ordered_json summarizeStudy(const json& identity, const std::vector<json>& plans
         // The plan's two axes, over all its items: images resampled across the sets together.
         Rows planRows;
         for (const Rows& r : rows[p]) planRows.insert(planRows.end(), r.begin(), r.end());
-        auto axis = [&](bool target) {
-            return [&, target](const Rows& sample) {
-                std::map<size_t, Rows> bySet;
-                for (const Row* r : sample) bySet[r->set].push_back(r);
-                double sum = 0, n = 0;
-                for (size_t k = 0; k < sets.size(); ++k) {
-                    if ((sets[k].role == "target") != target) continue;
-                    const double v = target ? kSuccess(bySet[k]) : kPreservation(bySet[k]);
-                    if (std::isnan(v)) continue;
-                    sum += v;
-                    ++n;
-                }
-                return n > 0 ? sum / n : kNaN;
-            };
-        };
-        const std::vector<ordered_json> axes = measure(planRows, {{"target_success", axis(true)}, {"preservation", axis(false)}});
+        // Mean success over the target sets (v[0]) and mean preservation over the preserve sets (v[1]).
+        const std::vector<ordered_json> axes = measure(planRows, 2, [&](const Rows& sample, std::vector<double>& v) {
+            std::vector<Rows> bySet(sets.size());
+            for (const Row* r : sample) bySet[r->set].push_back(r);
+            double sum[2] = {0, 0}, n[2] = {0, 0};
+            for (size_t k = 0; k < sets.size(); ++k) {
+                const size_t axis = sets[k].role == "target" ? 0 : 1;
+                const double x = axis == 0 ? kSuccess(bySet[k]) : kPreservation(bySet[k]);
+                if (std::isnan(x)) continue;
+                sum[axis] += x;
+                ++n[axis];
+            }
+            for (size_t axis = 0; axis < 2; ++axis) v[axis] = n[axis] > 0 ? sum[axis] / n[axis] : kNaN;
+        });
         points.push_back({axes[0]["value"].is_null() ? kNaN : axes[0]["value"].get<double>(),
                           axes[1]["value"].is_null() ? kNaN : axes[1]["value"].get<double>()});
         results.push_back({{"plan", plans[p].at("index")},
