@@ -81,10 +81,13 @@ public:
             p.item = &item;
             const ImageU8* image = imageFor(item);
             p.prompt = image ? buildImagePrompt(*model_, item.question, false, current_.prepared) : buildPrompt(*model_, item.question, false, nullptr);
+            std::string ownSource;   // the item's box or mask holds under every plan: read once
+            const at::Tensor own = ownStrength(item, p.prompt, image, ownSource);
             for (const EvalSteering& steering : steerings_) {
-                std::string source;
-                p.plans.push_back(makePlan(steering.plan, steering.vectors, steering.vectorsInfo, strengthFor(item, p.prompt, image, steering, source),
-                                           p.prompt.span, model_->config().text.numLayers));
+                std::string source = ownSource;
+                const at::Tensor strength = own.defined() ? own : specStrength(steering, p.prompt, source);
+                p.plans.push_back(makePlan(steering.plan, steering.vectors, steering.vectorsInfo, strength, p.prompt.span,
+                                           model_->config().text.numLayers));
                 p.cellsSources.push_back(source);
             }
             p.session = std::make_unique<Session>(model_);
@@ -187,18 +190,26 @@ private:
         return &*current_.image;
     }
 
-    // The item's cells under one steering: its box, its mask, the spec's mask or painted map, else
-    // (undefined) the vector file's mask or every cell; `source` says which.
-    static at::Tensor strengthFor(const EvalItem& item, const Prompt& prompt, const ImageU8* image, const EvalSteering& steering,
-                                  std::string& source) {
+    // The item's own cells: its box, else its mask; undefined (and `source` "") without either.
+    static at::Tensor ownStrength(const EvalItem& item, const Prompt& prompt, const ImageU8* image, std::string& source) {
         if (item.box) {
             source = "box";
             return boxStrength(*item.box, *image, prompt);
         }
-        const std::string& mask = !item.mask.empty() ? item.mask : steering.mask;
-        source = !item.mask.empty() ? "mask " + item.mask : !mask.empty() ? "spec mask " + mask : steering.strength.defined() ? "painted map" : "";
-        if (mask.empty()) return steering.strength;
-        return loadMask(mask, prompt.span.gridHeight, prompt.span.gridWidth);
+        if (item.mask.empty()) return at::Tensor();
+        source = "mask " + item.mask;
+        return loadMask(item.mask, prompt.span.gridHeight, prompt.span.gridWidth);
+    }
+
+    // Without them, a steering's: its mask or painted map, else (undefined) the vector file's mask
+    // or every cell.
+    static at::Tensor specStrength(const EvalSteering& steering, const Prompt& prompt, std::string& source) {
+        if (!steering.mask.empty()) {
+            source = "spec mask " + steering.mask;
+            return loadMask(steering.mask, prompt.span.gridHeight, prompt.span.gridWidth);
+        }
+        if (steering.strength.defined()) source = "painted map";
+        return steering.strength;
     }
 
     void fail(const EvalItem& item, const std::string& error) {
