@@ -64,7 +64,60 @@ void AtlasController::run() {
     Q_EMIT atlasRequested(req);
 }
 
+// A strength for vectors just computed: their scale is new, so the plan's c_v (or c_k) may be far
+// too strong or too weak for them. One atlas row on the plan's own layers, five strengths around
+// the plan's (c/4 … 4c), 8 tokens each; the weakest strength whose answer differs from the
+// unsteered one without degenerating becomes the plan's. The atlas dock shows the row it read.
+void AtlasController::propose() {
+    const bool needsImage = !model_->info().textOnly();
+    if (running_ || model_->loading() || !model_->info().valid() || (needsImage && !image_->ready()) || panes_.prompt->prompt().trimmed().isEmpty())
+        return;
+    const PlanSettings plan = panes_.steering->planSettings();
+    const int last = model_->info().layers - 1;
+    const int to = plan.layerTo < 0 ? last : plan.layerTo;
+    AtlasRequest req;
+    req.id = nextId_++;
+    req.prompt = panes_.prompt->prompt().trimmed();
+    req.strength = panes_.canvas->strength();
+    req.plan = plan;
+    req.layerRanges = {plan.layerFrom == 0 && to == last ? QStringLiteral("all") : QStringLiteral("%1-%2").arg(plan.layerFrom).arg(to)};
+    req.maxNewTokens = 8;
+    worker_->cancelAtlasesBefore(req.id);
+    activeId_ = req.id;
+    running_ = true;
+    proposing_ = true;
+    started_ = AtlasStarted();
+    atlasPlan_ = req.plan;
+    panel_->setRunning(true);
+    panel_->setStatus(tr("Finding a strength for the new vectors…"));
+    Q_EMIT stateChanged();
+    Q_EMIT atlasRequested(req);
+}
+
+void AtlasController::finishProposal() {
+    proposing_ = false;
+    const AtlasView* view = panel_->view();
+    QStringList tried;
+    for (double s : started_.strengths) tried << QString::number(s, 'g', 4);
+    const QString coefficient = started_.setsKeys && !started_.setsValues ? QStringLiteral("c_k") : started_.setsKeys ? QStringLiteral("c_k = c_v")
+                                                                                                                       : QStringLiteral("c_v");
+    for (int column = 0; column < view->columns(); ++column) {
+        const AtlasCellResult& cell = view->cell(column);   // the one row
+        if (!cell.valid() || cell.outcome != AtlasOutcome::Different) continue;
+        adopt(cell);
+        Q_EMIT proposed(tr("%1 %2 proposed for these vectors: the weakest of %3 that changes the answer (“%4”) without degenerating, "
+                           "on the plan's layers %5 (atlas, 8 tokens each).")
+                            .arg(coefficient, QString::number(started_.setsValues ? cell.cv : cell.ck, 'g', 4), tried.join(QStringLiteral(", ")),
+                                 cell.text.trimmed(), cell.layers));
+        return;
+    }
+    Q_EMIT proposed(tr("No %1 of %2 changes the answer cleanly on the plan's layers: the plan is left as it was; try other layers "
+                       "or strengths in the atlas.")
+                        .arg(coefficient, tried.join(QStringLiteral(", "))));
+}
+
 void AtlasController::stop() {
+    proposing_ = false;
     worker_->cancelAtlasesBefore(nextId_);   // every atlas asked for so far, queued or running
     if (!running_) return;
     running_ = false;
@@ -123,6 +176,7 @@ void AtlasController::onFinished(const AtlasFinished& info) {
         panel_->setRunning(false);
         if (!info.cancelled)
             panel_->setStatus(tr("unsteered: “%1” · %2 cells in %3 s").arg(started_.unsteeredText).arg(info.cells).arg(info.ms / 1000.0, 0, 'f', 2));
+        if (proposing_ && !info.cancelled) finishProposal();
         Q_EMIT stateChanged();
     }
     Q_EMIT finished(info);
@@ -131,6 +185,7 @@ void AtlasController::onFinished(const AtlasFinished& info) {
 void AtlasController::onFailed(quint64 id, const QString& message) {
     if (id != activeId_) return;
     running_ = false;
+    proposing_ = false;
     panel_->setRunning(false);
     panel_->setStatus(tr("Failed"));
     errors_->show(tr("Atlas"), message);

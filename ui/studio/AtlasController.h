@@ -4,7 +4,8 @@
 // it, marks it out of date when any of its inputs changes (a stroke, the prompt, the image, the
 // vectors, the plan's operator, mode, heads or the coefficient it does not sweep), and adopts a
 // clicked cell's strength and layers in the Steering panel — which does not make it out of date,
-// since those are the atlas's own axes.
+// since those are the atlas's own axes. For freshly computed vectors it proposes a strength: the
+// weakest on the plan's layers that changes the answer cleanly.
 #include "studio/RunController.h"
 #include "types/AtlasTypes.h"
 
@@ -29,6 +30,7 @@ public:
     const AtlasFinished& lastFinished() const { return lastFinished_; }
 
     void run();
+    void propose();                             // a strength for new vectors: the plan's row, read (see .cpp)
     void stop();
     void invalidate();                          // an input changed: stop, and mark the picture out of date
     void clear();                               // a new model: no picture
@@ -39,6 +41,7 @@ Q_SIGNALS:
     void atlasRequested(const kvsteer::ui::AtlasRequest& request);
     void finished(const kvsteer::ui::AtlasFinished& info);
     void stateChanged();
+    void proposed(const QString& howChosen);    // the plan's strength was set (or not), and why
 
 private:
     void onStarted(const AtlasStarted& info);
@@ -46,6 +49,7 @@ private:
     void onFinished(const AtlasFinished& info);
     void onFailed(quint64 id, const QString& message);
     void adopt(const AtlasCellResult& cell);
+    void finishProposal();
     void refreshSelection();
     PlanSettings withoutAxes(PlanSettings p) const;   // the plan with the swept coefficient and layers cleared
 
@@ -58,6 +62,7 @@ private:
     quint64 nextId_ = 1;
     quint64 activeId_ = 0;
     bool running_ = false;
+    bool proposing_ = false;                    // the running atlas is propose()'s
     AtlasStarted started_;
     PlanSettings atlasPlan_;                    // the plan the picture was made with (axes cleared)
     AtlasFinished lastFinished_;

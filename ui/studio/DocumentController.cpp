@@ -16,11 +16,14 @@
 #include "widgets/StreamView.h"
 
 #include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLockFile>
 #include <QMainWindow>
 #include <QMessageBox>
@@ -103,7 +106,10 @@ void DocumentController::apply(const SessionDocument& s, const QString& origin) 
     Q_EMIT aboutToApply();
     restoring_ = true;   // until the image is back: nothing here is a new edit
     // A session belongs to a model: load it when it is not the one in use and it is available.
-    if (!s.modelDirectory.isEmpty() && s.modelConfigHash != model_->info().configHash) {
+    // The one being loaded counts as in use: a recovery offered at start-up is answered while the
+    // command line's model (often the same one) is still on its way, and reopening it would cancel it.
+    const bool beingLoaded = model_->loading() && QDir(model_->loadingDirectory()).canonicalPath() == QDir(s.modelDirectory).canonicalPath();
+    if (!s.modelDirectory.isEmpty() && !beingLoaded && s.modelConfigHash != model_->info().configHash) {
         if (QFileInfo(s.modelDirectory + QStringLiteral("/config.json")).exists()) model_->open(s.modelDirectory);
         else
             errors_->show(tr("Session model"), tr("%1 was made with the model “%2” (%3), which is not available here. Its vectors "
@@ -150,6 +156,7 @@ void DocumentController::onImageShown(quint64 imageId) {
         panes_.streams->restore(pendingUnsteered_, pendingSteered_);
         pendingOutputs_ = false;
         restoring_ = false;
+        markCleanPoint();   // the session is all here (its vectors came before its image)
     }
 }
 
@@ -170,7 +177,9 @@ bool DocumentController::saveTo(const QString& path) {
     }
     sessionPath_ = path;
     dirty_ = false;
+    recovered_ = false;
     undo_->setClean();
+    markCleanPoint();
     updateTitle();
     status_->message(tr("Session saved to %1").arg(QDir::toNativeSeparators(path)), 5000);
     Q_EMIT saved(path);
@@ -187,6 +196,8 @@ bool DocumentController::openFrom(const QString& path) {
     apply(s, QFileInfo(path).fileName());
     sessionPath_ = path;
     dirty_ = false;
+    recovered_ = false;
+    cleanPoint_.clear();   // set once what the session brings has arrived (StartupSequence, or below)
     updateTitle();
     autosave();
     Q_EMIT opened(path);
@@ -245,7 +256,7 @@ void DocumentController::removeRecoveryFile() {
     QFile::remove(recoveryPath_ + QStringLiteral(".vectors"));
 }
 
-void DocumentController::offerRecoveryIfAny() {
+void DocumentController::offerRecoveryIfAny(const QString& whatFollows) {
     if (!primary_ || !options_.offerRecovery || !QFileInfo::exists(recoveryPath_)) return;
     SessionDocument s;
     QString error;
@@ -263,13 +274,16 @@ void DocumentController::offerRecoveryIfAny() {
                     tr("kvsteer Studio did not shut down cleanly. Restore the work autosaved at %1?")
                         .arg(QLocale().toString(when, QLocale::ShortFormat)),
                     QMessageBox::NoButton, window_);
-    box.setInformativeText(tr("Image: %1\nPrompt: %2").arg(s.imageName.isEmpty() ? tr("none") : s.imageName, s.prompt));
+    QString details = tr("Image: %1\nPrompt: %2").arg(s.imageName.isEmpty() ? tr("none") : s.imageName, s.prompt);
+    if (!whatFollows.isEmpty()) details += QStringLiteral("\n\n") + whatFollows;
+    box.setInformativeText(details);
     QPushButton* restore = box.addButton(tr("Restore"), QMessageBox::AcceptRole);
     box.addButton(tr("Discard"), QMessageBox::DestructiveRole);
     box.setDefaultButton(restore);
     box.exec();
     if (box.clickedButton() == restore) {
         apply(s, tr("The recovered session"));
+        recovered_ = true;   // saved nowhere yet
         dirty_ = true;
         updateTitle();
     } else {
@@ -277,10 +291,36 @@ void DocumentController::offerRecoveryIfAny() {
     }
 }
 
+// What a person made and would lose: the session less its answers and view settings (a run is
+// redone with one click). The vectors are hashed as they are, not as the file's base64.
+QByteArray DocumentController::workFingerprint() const {
+    SessionDocument s = collect();
+    const QByteArray vectors = s.vectorsBlob;
+    s.vectorsBlob.clear();
+    s.unsteered.clear();
+    s.steered.clear();
+    s.heatmap = HeatmapSettings();
+    s.heatmapLayer = 0;
+    s.live = true;
+    QCryptographicHash h(QCryptographicHash::Sha1);
+    QJsonObject json = QJsonDocument::fromJson(SessionFile::toJson(s)).object();
+    json.remove(QStringLiteral("saved"));   // the time it was written, not work
+    h.addData(QJsonDocument(json).toJson(QJsonDocument::Compact));
+    h.addData(vectors);
+    return h.result();
+}
+
+void DocumentController::markCleanPoint() {
+    if (!recovered_) cleanPoint_ = workFingerprint();
+}
+
 bool DocumentController::confirmDiscard() {
-    // Worth asking only when there is work a person made: strokes, or vectors.
+    // Worth asking only when there is work a person made since the last clean point (the start-up's
+    // scene, a session opened or saved); without one, when there are strokes or vectors.
     const bool scene = image_->ready() || model_->info().textOnly();   // an image, or a text prompt's strip
-    if (!dirty_ || !options_.confirmClose || !scene || (undo_->isClean() && !steering_->vectors().valid())) return true;
+    if (!dirty_ || !options_.confirmClose || !scene) return true;
+    const bool madeNothing = cleanPoint_.isEmpty() ? undo_->isClean() && !steering_->vectors().valid() : workFingerprint() == cleanPoint_;
+    if (madeNothing) return true;
     const auto answer = QMessageBox::question(window_, tr("Unsaved changes"), tr("Save the current session first?"),
                                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
     if (answer == QMessageBox::Cancel) return false;

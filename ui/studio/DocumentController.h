@@ -45,9 +45,13 @@ public:
     bool save();
     bool saveAs();
     void openDialog();
-    // At start-up: offer the autosaved session if the last studio did not shut down cleanly.
-    void offerRecoveryIfAny();
-    bool confirmDiscard();
+    // At start-up: offer the autosaved session if the last studio did not shut down cleanly;
+    // `whatFollows` says what the command line does next (it replaces part of what is restored).
+    void offerRecoveryIfAny(const QString& whatFollows = QString());
+    // Nothing made yet: what is open now (the start-up's scene, a session) is what closing would
+    // lose nothing of. Ignored while recovered work is saved nowhere.
+    void markCleanPoint();
+    bool confirmDiscard();   // asks only when the work differs from the clean point
     void closeCleanly();                // a clean exit: nothing to recover
 
     void markDirty();
@@ -81,6 +85,9 @@ private:
 
     QString sessionPath_;
     QString recoveryPath_;
+    QByteArray workFingerprint() const;
+    QByteArray cleanPoint_;             // workFingerprint() at the clean point; empty: none yet
+    bool recovered_ = false;            // the recovery file's work is shown and saved nowhere
     bool primary_ = true;               // the first running studio: its recovery file is the one offered
     QLockFile* lock_ = nullptr;
     QTimer* autosaveTimer_ = nullptr;

@@ -45,6 +45,7 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <limits>
 
 namespace kvsteer::ui {
@@ -72,6 +73,7 @@ MainWindow::MainWindow(const StudioOptions& options, QWidget* parent) : QMainWin
     resize(1560, 960);
     document_->setRestoring(true);   // remembered settings are not edits
     settings_->restoreWidgets();
+    fitIntoScreen();
     actions_->grid->setChecked(canvas_->gridVisible());
     document_->setRestoring(false);
 
@@ -108,10 +110,9 @@ void MainWindow::buildPanes() {
     iv->setSpacing(4);
     imageHeader_ = new QLabel(tr("<b>No image</b> <span style='color:#8a929c'>open one to start</span>"), imagePane);
     imageHeader_->setTextFormat(Qt::RichText);
+    imageHeader_->setWordWrap(true);   // a long file name never widens the window
     iv->addWidget(imageHeader_);
-    paintBar_ = new QToolBar(tr("Paint"), imagePane);
-    paintBar_->setIconSize(QSize(20, 20));
-    paintBar_->setToolButtonStyle(Qt::ToolButtonIconOnly);
+    paintBar_ = new QWidget(imagePane);   // StudioActions fills it: the paint tools, the brush
     iv->addWidget(paintBar_);
     canvas_ = new PatchCanvas(undo_, imagePane);
     iv->addWidget(canvas_, 100);   // the height the image needs at this width, at most; the rest goes below
@@ -160,8 +161,7 @@ void MainWindow::buildPanes() {
     scroll->setWidget(steering_);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    auto* dock = new QDockWidget(tr("Steering"), this);
+    auto* dock = steeringDock_ = new QDockWidget(tr("Steering"), this);
     dock->setObjectName(QStringLiteral("steeringDock"));
     dock->setWidget(scroll);
     dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
@@ -176,6 +176,7 @@ void MainWindow::buildPanes() {
     atlasDock->setWidget(atlasPanel_);
     atlasDock->setFeatures(dock->features());
     addDockWidget(Qt::RightDockWidgetArea, atlasDock, Qt::Vertical);
+    resizeDocks({dock, atlasDock}, {3, 2}, Qt::Vertical);   // the steering panel's fields first; an idle atlas is mostly empty
 
     // Evaluate dock (Tools → Evaluate on a Dataset… / Study a Grid…), a tab beside the atlas,
     // hidden until asked: one setting on a dataset, or a study (a suite × a grid of plans). The
@@ -187,7 +188,6 @@ void MainWindow::buildPanes() {
         area->setWidget(panel);
         area->setWidgetResizable(true);
         area->setFrameShape(QFrame::NoFrame);
-        area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
         return area;
     };
     evalTabs_ = new QTabWidget(this);
@@ -222,11 +222,7 @@ void MainWindow::createControllers() {
     connect(study_, &StudyController::shown, this, [this] {   // the results below the fields: scrolled into view
         if (auto* area = qobject_cast<QScrollArea*>(evalTabs_->widget(1))) area->ensureWidgetVisible(studyPanel_->plot(), 0, 0);
     });
-    connect(actions_->evaluate, &QAction::triggered, this, [this] {
-        evalDock_->show();
-        evalDock_->raise();
-        evalTabs_->setCurrentIndex(0);
-    });
+    connect(actions_->evaluate, &QAction::triggered, this, [this] { showEvaluate(0); });
     connect(actions_->study, &QAction::triggered, this, &MainWindow::showStudy);
     python_ = new PythonHandOff(models_, images_, steeringCtl_, status_, panes, this);
     new TokenStripController(worker_, models_, prompt_, canvas_, imageHeader_, this);   // a text-only model's canvas
@@ -249,6 +245,11 @@ void MainWindow::wirePanes() {
     });
     connect(canvas_, &PatchCanvas::imageFileDropped, this, &MainWindow::openImageFile);
     connect(canvas_, &PatchCanvas::imageDropped, this, [this](const QImage& img) { images_->openImage(img, tr("dropped image")); });
+    // The grid this image is laid out on (Qwen2-VL: its own per image) everywhere it is named or drawn.
+    connect(canvas_, &PatchCanvas::gridSizeChanged, this, [this](int rows, int cols) {
+        status_->showGrid(rows, cols);
+        if (models_->info().valid()) heatmaps_->setModel(models_->info().layers, models_->info().kvHeads, rows, cols);
+    });
     connect(heatmaps_, &HeatmapPanel::cellClicked, canvas_, &PatchCanvas::highlightCell);
     connect(heatmaps_, &HeatmapPanel::saveRequested, this, &MainWindow::saveHeatmapDialog);
     connect(heatmaps_, &HeatmapPanel::settingsChanged, this, [this](const HeatmapSettings& s) {
@@ -274,7 +275,7 @@ void MainWindow::wirePanes() {
         refreshRunSummary();
         editChanged();
     });
-    connect(steering_, &SteeringPanel::computeRequested, steeringCtl_, &SteeringController::compute);
+    connect(steering_, &SteeringPanel::computeRequested, steeringCtl_, [this](const RecipeRequest& r) { steeringCtl_->compute(r, true); });
     connect(steering_, &SteeringPanel::chooseTargetImageRequested, steeringCtl_, &SteeringController::chooseTargetImage);
     connect(steering_, &SteeringPanel::importVectorsRequested, steeringCtl_, &SteeringController::importDialog);
     connect(steering_, &SteeringPanel::exportVectorsRequested, steeringCtl_, &SteeringController::exportDialog);
@@ -361,18 +362,30 @@ void MainWindow::wireControllers() {
         Q_EMIT vectorsChanged(steeringCtl_->vectors());
     });
     connect(steeringCtl_, &SteeringController::inputsEdited, document_, &DocumentController::markDirty);
+    // New vectors, new scale: the atlas proposes a strength for them, and the panel says how.
+    connect(steeringCtl_, &SteeringController::strengthWanted, atlas_, &AtlasController::propose);
+    connect(atlas_, &AtlasController::proposed, this, [this](const QString& howChosen) {
+        steering_->showProposal(howChosen);
+        status_->message(howChosen, 10000);
+    });
     connect(steeringCtl_, &SteeringController::vectorsExported, this, &MainWindow::vectorsExported);
     connect(steeringCtl_, &SteeringController::maskExported, this, &MainWindow::maskExported);
 
-    connect(document_, &DocumentController::aboutToApply, this, &MainWindow::stop);
+    // A session's answers replace the ones being decoded. A model load in flight goes on: the
+    // session may be for that very model (a recovery answered at start-up), and if not, it opens its own.
+    connect(document_, &DocumentController::aboutToApply, this, [this] {
+        runs_->stop();
+        atlas_->stop();
+    });
     connect(document_, &DocumentController::saved, this, &MainWindow::sessionSaved);
     connect(document_, &DocumentController::opened, this, &MainWindow::sessionOpened);
     connect(document_, &DocumentController::autosaved, this, &MainWindow::autosaved);
 
     // Last: its steps settle after the window has shown what each signal brought.
     startup_ = new StartupSequence(options_, {errors_, status_, settings_, models_, images_, steeringCtl_, runs_, document_,
-                                              {prompt_, canvas_, steering_, heatmaps_, streams_}, this, atlas_},
+                                              {prompt_, canvas_, steering_, heatmaps_, streams_}, this, atlas_, study_},
                                    this);
+    if (!options_.studyDir.isEmpty()) showStudy();
 }
 
 // ---- what a signal brings ---------------------------------------------------------------------
@@ -444,6 +457,20 @@ void MainWindow::refreshRunSummary() {
                        runs_->lastStarted(), runs_->lastFinished()});
 }
 
+// The default or remembered size, never larger than the screen the window opens on (a 1560×960
+// studio on a 1280×800 laptop would put the docks and the status bar off-screen), and placed on it.
+// The allowance is for the window manager's frame, which is not known before the window is shown.
+void MainWindow::fitIntoScreen() {
+    const QRect screen = this->screen()->availableGeometry();
+    const QSize frame(8, 40);
+    const QSize fitted = size().boundedTo(screen.size() - frame).expandedTo(minimumSizeHint());
+    if (fitted != size()) resize(fitted);
+    QRect placed(pos(), fitted + frame);
+    if (!screen.contains(placed)) {
+        move(screen.x() + std::max(0, (screen.width() - placed.width()) / 2), screen.y() + std::max(0, (screen.height() - placed.height()) / 2));
+    }
+}
+
 void MainWindow::saveHeatmapDialog() {
     const QString path = askSavePath(this, tr("Save Heatmaps"), QStringLiteral("heatmaps.png"), tr("PNG images (*.png)"), QStringLiteral(".png"));
     if (path.isEmpty()) return;
@@ -481,13 +508,24 @@ QByteArray MainWindow::imageBytes() const { return images_->bytes(); }
 void MainWindow::openImageFile(const QString& path) { images_->openFile(path); }
 void MainWindow::openImageData(const QByteArray& bytes, const QString& name) { images_->openData(bytes, name); }
 void MainWindow::openModel(const QString& directory) { models_->open(directory); }
-void MainWindow::openDemoScene() { kvsteer::ui::openDemoScene(models_, images_, steeringCtl_, prompt_, steering_); }
+void MainWindow::openDemoScene() {
+    kvsteer::ui::openDemoScene(models_, images_, steeringCtl_, prompt_, steering_);
+    // The scene is the studio's, not the person's work: once its vectors (its last part) are in.
+    connect(steeringCtl_, &SteeringController::vectorsReady, document_, &DocumentController::markCleanPoint, Qt::SingleShotConnection);
+}
 void MainWindow::run() { runs_->run(); }
 
-void MainWindow::showStudy() {
+void MainWindow::showStudy() { showEvaluate(1); }
+
+// The Evaluate dock on one of its tabs (0: Dataset, 1: Study), given the larger part of the
+// column it shares with the Steering dock when it opens: its chart and table are what is looked at.
+void MainWindow::showEvaluate(int tab) {
+    const bool opening = !evalDock_->isVisible();
     evalDock_->show();
     evalDock_->raise();
-    evalTabs_->setCurrentIndex(1);
+    evalTabs_->setCurrentIndex(tab);
+    if (opening && !evalDock_->isFloating() && dockWidgetArea(evalDock_) == dockWidgetArea(steeringDock_))
+        resizeDocks({steeringDock_, evalDock_}, {2, 3}, Qt::Vertical);
 }
 
 void MainWindow::stop() {

@@ -75,6 +75,7 @@ public:
     StudioActions* actions() const { return actions_; }
     QUndoStack* undoStack() const { return undo_; }
     Worker* worker() const { return worker_; }
+    StudioStatusBar* studioStatus() const { return status_; }
 
     const ModelInfo& modelInfo() const;
     bool imageReady() const;
@@ -118,6 +119,7 @@ protected:
     void closeEvent(QCloseEvent* event) override;
 
 private:
+    void showEvaluate(int tab);
     void buildPanes();
     void createControllers();
     void wirePanes();
@@ -132,6 +134,7 @@ private:
     void refreshRunSummary();
     void saveHeatmapDialog();
     void rememberSettings();
+    void fitIntoScreen();
 
     StudioOptions options_;
     QThread workerThread_;
@@ -147,10 +150,11 @@ private:
     RunSummary* runSummary_ = nullptr;
     QSplitter* mainSplit_ = nullptr;
     QSplitter* rightSplit_ = nullptr;
-    QToolBar* paintBar_ = nullptr;
+    QWidget* paintBar_ = nullptr;
     AtlasPanel* atlasPanel_ = nullptr;
     EvalPanel* evalPanel_ = nullptr;
     QDockWidget* evalDock_ = nullptr;
+    QDockWidget* steeringDock_ = nullptr;
     QTabWidget* evalTabs_ = nullptr;
     StudyPanel* studyPanel_ = nullptr;
 

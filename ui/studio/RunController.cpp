@@ -114,7 +114,9 @@ void RunController::onFinished(const RunFinished& info) {
     Q_EMIT summaryChanged();
     Q_EMIT stateChanged();
     if (!info.cancelled && info.steps > 0)
-        status_->message(tr("%n step(s) in %1 s", nullptr, info.steps).arg(info.decodeMs / 1000.0, 0, 'f', 2), 5000);
+        status_->message(info.decodeMs < 1000 ? tr("Both answers done: %n decoding step(s) in %1 ms", nullptr, info.steps).arg(info.decodeMs, 0, 'f', 1)
+                                              : tr("Both answers done: %n decoding step(s) in %1 s", nullptr, info.steps).arg(info.decodeMs / 1000.0, 0, 'f', 2),
+                         5000);
     Q_EMIT answered(info);
     Q_EMIT finished(info);
 }

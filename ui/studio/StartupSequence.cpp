@@ -9,6 +9,7 @@
 #include "studio/SteeringController.h"
 #include "studio/StudioSettings.h"
 #include "studio/StudioStatusBar.h"
+#include "studio/StudyController.h"
 #include "widgets/HeatmapPanel.h"
 #include "widgets/PatchCanvas.h"
 #include "widgets/PromptPanel.h"
@@ -52,7 +53,7 @@ StartupSequence::StartupSequence(const StudioOptions& options, const StartupPart
         if (waiting_[Image] && id >= imageRequest_) settle(Image);
     });
     const auto maskSettled = [this](const QString& spec) {
-        if (waiting_[Mask] && spec == options_.maskSpec) settle(Mask);
+        if (waiting_[Mask] && spec == maskSpec_) settle(Mask);
     };
     connect(p_.steering, &SteeringController::maskLoaded, this, maskSettled);
     connect(p_.steering, &SteeringController::maskLoadFailed, this, maskSettled);
@@ -71,6 +72,9 @@ StartupSequence::StartupSequence(const StudioOptions& options, const StartupPart
 void StartupSequence::start() {
     const QString dir = chooseModel();
     runWanted_ = options_.run;
+    // Until every request below is out, nothing has settled: the recovery offer is a modal dialog,
+    // and the model may arrive while it is open, before the image has been asked for.
+    waiting_[Setup] = true;
     p_.document->setRestoring(true);   // setting up from the command line is not an edit
     if (!dir.isEmpty()) {
         waiting_[Model] = true;
@@ -87,8 +91,9 @@ void StartupSequence::start() {
                           options_.vectorsPath.isEmpty() && options_.targetImagePath.isEmpty() && options_.maskSpec.isEmpty() && options_.prompt.isEmpty() &&
                           demoSceneInstalled() && QDir(dir).canonicalPath() == QDir(demoScenePaths().model).canonicalPath();
     if (!options_.sessionPath.isEmpty()) p_.document->openFrom(options_.sessionPath);
-    else p_.document->offerRecoveryIfAny();
+    else p_.document->offerRecoveryIfAny(commandLineNote());
 
+    if (!options_.studyDir.isEmpty()) p_.study->openFolder(options_.studyDir);   // over a session's study
     applyViewOptions();
     if (options_.heatmapLayer >= 0) heatmapLayer_ = options_.heatmapLayer;
     p_.document->setRestoring(false);
@@ -99,15 +104,34 @@ void StartupSequence::start() {
     }
     if (!options_.maskSpec.isEmpty()) {
         waiting_[Mask] = true;
-        p_.steering->importMaskFrom(options_.maskSpec);
+        maskSpec_ = options_.maskSpec;
+        p_.steering->importMaskFrom(maskSpec_);
     }
     startVectors();
     if (firstRun) {
-        waiting_[Image] = true;   // --run waits for the scene's image
+        waiting_[Image] = true;   // --run (and the clean point) wait for the scene's image, mask and vectors
+        waiting_[Mask] = true;
+        waiting_[Vectors] = true;
         imageRequest_ = 0;
+        maskSpec_ = demoScenePaths().mask;
         openDemoScene(p_.models, p_.images, p_.steering, p_.panes.prompt, p_.panes.steering);
     }
-    runIfReady();
+    settle(Setup);
+}
+
+// What the command line will do after the recovery offer, for that dialog to say: the recovered
+// work is shown first, then these replace their part of it.
+QString StartupSequence::commandLineNote() const {
+    QStringList parts;
+    if (!options_.imagePath.isEmpty()) parts << tr("the image %1").arg(QFileInfo(options_.imagePath).fileName());
+    if (!options_.prompt.isEmpty()) parts << tr("the prompt");
+    if (!options_.maskSpec.isEmpty()) parts << tr("the mask %1").arg(QFileInfo(options_.maskSpec).fileName());
+    if (!options_.vectorsPath.isEmpty()) parts << tr("the vectors %1").arg(QFileInfo(options_.vectorsPath).fileName());
+    if (!options_.targetImagePath.isEmpty()) parts << tr("vectors toward %1").arg(QFileInfo(options_.targetImagePath).fileName());
+    if (parts.isEmpty() && !options_.run) return {};
+    QString note = parts.isEmpty() ? QString() : tr("Either way, the command line's %1 are applied next").arg(parts.join(QStringLiteral(", ")));
+    if (options_.run) note += (note.isEmpty() ? tr("Either way, the command line's run (--run) follows") : tr(", then --run runs"));
+    return note + QLatin1Char('.');
 }
 
 QString StartupSequence::chooseModel() const {
@@ -194,7 +218,12 @@ void StartupSequence::settle(Step step) {
 }
 
 void StartupSequence::runIfReady() {
-    if (!runWanted_ || std::any_of(std::begin(waiting_), std::end(waiting_), [](bool w) { return w; })) return;
+    if (std::any_of(std::begin(waiting_), std::end(waiting_), [](bool w) { return w; })) return;
+    if (!settled_) {   // what start-up opened is not the person's work: closing now asks nothing
+        settled_ = true;
+        p_.document->markCleanPoint();
+    }
+    if (!runWanted_) return;
     if (p_.models->info().textOnly() && !p_.panes.canvas->isTokenStrip()) return;   // its strip is on its way
     runWanted_ = false;
     if (!p_.models->info().valid() || (!p_.images->ready() && !p_.models->info().textOnly())) return;

@@ -26,6 +26,7 @@ class ModelController;
 class SteeringController;
 class StudioSettings;
 class StudioStatusBar;
+class StudyController;
 
 struct StartupParts {
     ErrorReporter* errors = nullptr;
@@ -39,6 +40,7 @@ struct StartupParts {
     RunPanes panes;
     QWidget* window = nullptr;
     AtlasController* atlas = nullptr;
+    StudyController* study = nullptr;
 };
 
 class StartupSequence : public QObject {
@@ -48,9 +50,10 @@ public:
     void start();
 
 private:
-    enum Step { Model, Image, Mask, Vectors, StepCount };
+    enum Step { Setup, Model, Image, Mask, Vectors, StepCount };   // Setup: start() itself
 
     QString chooseModel() const;
+    QString commandLineNote() const;
     void showNoModel(const QString& demoDir);
     void applyViewOptions();            // prompt, max tokens, plan, heatmap metric
     void applyPlanOptions();            // operator, c_k, c_v, layers, propagate
@@ -64,7 +67,9 @@ private:
     const StartupParts p_;
     bool waiting_[StepCount] = {};
     bool runWanted_ = false;
+    bool settled_ = false;              // every step has settled once
     quint64 imageRequest_ = 0;
+    QString maskSpec_;                  // the mask being waited for: the command line's or the demo scene's
     quint64 runId_ = 0;
     int heatmapLayer_ = -1;             // applied once the model (and so its layer count) is there
 };

@@ -60,7 +60,7 @@ SteeringController::SteeringController(Worker* worker, ErrorReporter* errors, St
     });
 }
 
-bool SteeringController::compute(const RecipeRequest& partial) {
+bool SteeringController::compute(const RecipeRequest& partial, bool proposeStrength) {
     // Requests queue behind a model or image that is still loading (the Worker takes them in order).
     if (!model_->info().valid() && !model_->loading()) {
         errors_->show(tr("Steering vectors"), tr("Load a model before computing steering vectors."));
@@ -91,6 +91,7 @@ bool SteeringController::compute(const RecipeRequest& partial) {
         return false;
     }
     computing_ = true;
+    proposeStrength_ = proposeStrength;
     panel_->setBusy(true);
     Q_EMIT computeRequested(req);
     return true;
@@ -113,11 +114,14 @@ void SteeringController::exportMaskTo(const QString& path) { Q_EMIT maskExportRe
 void SteeringController::importMaskFrom(const QString& spec) { Q_EMIT maskLoadRequested(spec, prompt_->prompt().trimmed()); }
 
 void SteeringController::onVectorsReady(const VectorsInfo& info, bool applySuggestions) {
+    const bool propose = computing_ && proposeStrength_ && !info.fromFile;
     computing_ = false;
+    proposeStrength_ = false;
     panel_->setBusy(false);
     vectors_ = info;
     panel_->setVectorsInfo(info);
     if (info.fromFile && applySuggestions) {
+        panel_->setSource(VectorSource::File);   // the file is in use, not a recipe waiting for its inputs
         panel_->applySuggestions(info);
         if (info.hasMask && canvas_->strength().isZero() && info.mask.rows == canvas_->strength().rows &&
             info.mask.cols == canvas_->strength().cols)
@@ -125,6 +129,7 @@ void SteeringController::onVectorsReady(const VectorsInfo& info, bool applySugge
     }
     status_->message(tr("Steering vectors ready: %1").arg(info.summary()), 5000);
     Q_EMIT vectorsReady(info);
+    if (propose) Q_EMIT strengthWanted();
 }
 
 void SteeringController::onCleared() {
@@ -154,6 +159,7 @@ void SteeringController::onMaskResampled(int fromRows, int fromCols, int toRows,
 void SteeringController::onFailed(const QString& title, const QString& message) {
     if (computing_) {
         computing_ = false;
+        proposeStrength_ = false;
         panel_->setBusy(false);
     }
     errors_->show(title, message);

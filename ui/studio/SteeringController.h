@@ -30,7 +30,9 @@ public:
     const VectorsInfo& vectors() const { return vectors_; }
 
     // False: refused (an error was shown, or no target image was chosen); nothing was requested.
-    bool compute(const RecipeRequest& partial);
+    // `proposeStrength`: once the vectors are in, strengthWanted() asks for a strength to suit them
+    // (the Compute button; not a script's --steer-toward, whose plan is the command line's).
+    bool compute(const RecipeRequest& partial, bool proposeStrength = false);
     void importFrom(const QString& path);
     void exportTo(const QString& path);
     void restore(const QByteArray& blob, const QString& origin);   // a session's vectors; empty: none
@@ -58,6 +60,7 @@ Q_SIGNALS:
     void maskLoadRequested(const QString& spec, const QString& prompt);
 
     void vectorsReady(const kvsteer::ui::VectorsInfo& info);
+    void strengthWanted();
     void vectorsCleared();
     void vectorsFailed();               // computing, importing or restoring them failed (an error was shown)
     void vectorsExported(const QString& path);
@@ -81,6 +84,7 @@ private:
     QWidget* window_;
     VectorsInfo vectors_;
     bool computing_ = false;
+    bool proposeStrength_ = false;
 };
 
 } // namespace kvsteer::ui

@@ -1,6 +1,7 @@
 #include "studio/StudioActions.h"
 
 #include "studio/HelpDialogs.h"
+#include "widgets/FlowLayout.h"
 #include "widgets/Icons.h"
 #include "widgets/PatchCanvas.h"
 #include "worker/Worker.h"
@@ -37,7 +38,7 @@ QAction* makeAction(QObject* parent, icons::Id icon, bool withIcon, const QStrin
 
 } // namespace
 
-StudioActions::StudioActions(QMainWindow* window, QToolBar* paintBar, PatchCanvas* canvas, QUndoStack* undo)
+StudioActions::StudioActions(QMainWindow* window, QWidget* paintBar, PatchCanvas* canvas, QUndoStack* undo)
     : QObject(window), window_(window) {
     buildPaintBar(paintBar, canvas);
 
@@ -54,11 +55,22 @@ StudioActions::StudioActions(QMainWindow* window, QToolBar* paintBar, PatchCanva
     buildMenus(window, canvas, undo);
 }
 
-void StudioActions::buildPaintBar(QToolBar* bar, PatchCanvas* canvas) {
-    auto add = [this, bar](icons::Id icon, const QString& text, const QKeySequence& key, const QString& tip, auto slot) {
+// Two tool bars side by side, the second wrapping under the first in a narrow pane: the tools and
+// the mask's edits, then the brush's size and strength.
+void StudioActions::buildPaintBar(QWidget* paintBar, PatchCanvas* canvas) {
+    auto* flow = new FlowLayout(paintBar, 8, 2);
+    auto* toolsBar = new QToolBar(tr("Paint tools"), paintBar);
+    auto* bar = new QToolBar(tr("Brush"), paintBar);
+    for (QToolBar* b : {toolsBar, bar}) {
+        b->setObjectName(b == bar ? QStringLiteral("brushBar") : QStringLiteral("paintToolsBar"));
+        b->setIconSize(QSize(20, 20));
+        b->setToolButtonStyle(Qt::ToolButtonIconOnly);
+        flow->addWidget(b);
+    }
+    auto add = [this, toolsBar](icons::Id icon, const QString& text, const QKeySequence& key, const QString& tip, auto slot) {
         QAction* a = makeAction(window_, icon, true, text, key, tip);
         connect(a, &QAction::triggered, this, slot);
-        bar->addAction(a);
+        toolsBar->addAction(a);
         return a;
     };
     auto* tools = new QActionGroup(this);
@@ -77,7 +89,6 @@ void StudioActions::buildPaintBar(QToolBar* bar, PatchCanvas* canvas) {
         (t == PatchCanvas::Tool::Brush ? brush_ : t == PatchCanvas::Tool::Eraser ? eraser_ : rectangle_)->setChecked(true);
     });
 
-    bar->addSeparator();
     bar->addWidget(new QLabel(tr(" Size "), bar));
     // The brush is measured in grid cells (patches), whatever the grid: say so on the box.
     auto* size = new QSpinBox(bar);
@@ -113,7 +124,7 @@ void StudioActions::buildPaintBar(QToolBar* bar, PatchCanvas* canvas) {
         strengthLabel->setText(QString::number(v, 'f', 2));
     });
 
-    bar->addSeparator();
+    toolsBar->addSeparator();
     auto* fill = add(icons::Id::Fill, tr("Fill"), QKeySequence(tr("Ctrl+Shift+F")), tr("Paint every patch with the brush strength"),
                      [canvas] { canvas->fillAll(); });
     auto* clear = add(icons::Id::Clear, tr("Clear"), QKeySequence(Qt::Key_Delete), tr("Erase the whole mask"), [canvas] { canvas->clearAll(); });

@@ -22,7 +22,7 @@ class PatchCanvas;
 class StudioActions : public QObject {
     Q_OBJECT
 public:
-    StudioActions(QMainWindow* window, QToolBar* paintBar, PatchCanvas* canvas, QUndoStack* undo);
+    StudioActions(QMainWindow* window, QWidget* paintBar, PatchCanvas* canvas, QUndoStack* undo);
 
     // Enabled only when each can do something.
     void setAvailability(bool canRun, bool running, bool modelLoading, bool modelReady, bool imageReady);
@@ -60,7 +60,7 @@ Q_SIGNALS:
     void recentModelChosen(const QString& directory);
 
 private:
-    void buildPaintBar(QToolBar* bar, PatchCanvas* canvas);
+    void buildPaintBar(QWidget* paintBar, PatchCanvas* canvas);
     void buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoStack* undo);
 
     QMainWindow* window_;

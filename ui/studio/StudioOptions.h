@@ -18,6 +18,7 @@ struct StudioOptions {
     QString vectorsPath;
     QString targetImagePath;          // compute image-pair vectors toward this image at start
     QString sessionPath;
+    QString studyDir;                 // a study's folder to show in the Evaluate dock's Study tab
     QString op;
     QString layers;                   // "A-B" or "N"
     double ck = qQNaN();

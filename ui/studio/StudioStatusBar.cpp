@@ -1,5 +1,7 @@
 #include "studio/StudioStatusBar.h"
 
+#include "widgets/ElidedLabel.h"
+
 #include <QDir>
 #include <QFile>
 #include <QLabel>
@@ -25,9 +27,10 @@ qint64 residentBytes() {
     return -1;
 }
 
-QLabel* statusField(QWidget* parent, const QString& tip) {
-    auto* l = new QLabel(parent);
-    l->setToolTip(tip);
+ElidedLabel* statusField(QWidget* parent, const QString& tip) {
+    auto* l = new ElidedLabel(parent);
+    l->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred);   // its whole text where there is room
+    l->setDescription(tip);
     l->setContentsMargins(6, 0, 6, 0);
     return l;
 }
@@ -42,7 +45,7 @@ QString formatCount(qint64 n) {
 }
 
 StudioStatusBar::StudioStatusBar(QStatusBar* sb) : QObject(sb), bar_(sb) {
-    hover_ = new QLabel(sb);
+    hover_ = new ElidedLabel(sb);
     hover_->setContentsMargins(4, 0, 4, 0);
     sb->addWidget(hover_, 1);
     progress_ = new QProgressBar(sb);
@@ -65,26 +68,36 @@ StudioStatusBar::StudioStatusBar(QStatusBar* sb) : QObject(sb), bar_(sb) {
 
 void StudioStatusBar::message(const QString& text, int timeoutMs) { bar_->showMessage(text, timeoutMs); }
 
-void StudioStatusBar::showHover(const QString& text) { hover_->setText(text); }
+void StudioStatusBar::showHover(const QString& text) { hover_->setFullText(text); }
 
 void StudioStatusBar::showModel(const ModelInfo& model, bool loading, const QString& loadingDirectory) {
+    model_->setStyleSheet(!loading && !model.valid() ? QStringLiteral("color: #b3261e;") : QString());
     if (loading) {
-        model_->setText(tr("Loading %1…").arg(QDir(loadingDirectory).dirName()));
+        modelText_ = tr("Loading %1…").arg(QDir(loadingDirectory).dirName());
     } else if (model.valid()) {
-        model_->setText(tr("<b>%1</b> · %2 · %3 params · %4 layers · %5×%6 patches")
-                            .arg(model.name.toHtmlEscaped(), model.family.toHtmlEscaped(), formatCount(model.parameters))
-                            .arg(model.layers)
-                            .arg(model.gridRows)
-                            .arg(model.gridCols));
-        model_->setToolTip(QDir::toNativeSeparators(model.directory));
+        modelText_ = tr("%1 · %2 · %3 params · %4 layers").arg(model.name, model.family, formatCount(model.parameters)).arg(model.layers);
+        if (gridRows_ <= 0) showGrid(model.gridRows, model.gridCols);   // until an image says otherwise
     } else {
-        model_->setText(tr("<span style='color:#b3261e'>No model</span> — File → Open Model Directory…"));
+        modelText_ = tr("No model — File → Open Model Directory…");
     }
-    dtype_->setText(model.valid() ? QStringLiteral("%1 · %2").arg(model.dtype, model.device) : QString());
-    threads_->setText(model.valid() ? tr("%n thread(s)", nullptr, model.threads) : QString());
+    model_->setFullText(modelText_ + (model.valid() && !loading ? gridText_ : QString()));
+    model_->setDescription(model.valid() ? QDir::toNativeSeparators(model.directory) : tr("The loaded model"));
+    dtype_->setFullText(model.valid() ? QStringLiteral("%1 · %2").arg(model.dtype, model.device) : QString());
+    threads_->setFullText(model.valid() ? tr("%n thread(s)", nullptr, model.threads) : QString());
     dtype_->setVisible(model.valid());
     threads_->setVisible(model.valid());
+    valid_ = model.valid() && !loading;
 }
+
+// The grid the canvas shows: the image's own where the family lays each image out on its own grid
+// (a 500×300 image on Qwen2-VL: 10×18), a text prompt's token strip, else the family's.
+void StudioStatusBar::showGrid(int rows, int cols) {
+    gridRows_ = rows;
+    gridText_ = rows <= 0 ? QString() : rows == 1 ? tr(" · %n token(s)", nullptr, cols) : tr(" · %1×%2 patches").arg(rows).arg(cols);
+    if (valid_) model_->setFullText(modelText_ + gridText_);
+}
+
+QString StudioStatusBar::modelText() const { return model_->fullText(); }
 
 void StudioStatusBar::showProgress(const QString& stage, int value, int maximum) {
     progress_->setRange(0, maximum);
@@ -97,7 +110,7 @@ void StudioStatusBar::hideProgress() { progress_->hide(); }
 
 void StudioStatusBar::updateMemory() {
     const qint64 rss = residentBytes();
-    memory_->setText(rss > 0 ? tr("%1 RAM").arg(QLocale().formattedDataSize(rss, 1)) : QString());
+    memory_->setFullText(rss > 0 ? tr("%1 RAM").arg(QLocale().formattedDataSize(rss, 1)) : QString());
 }
 
 } // namespace kvsteer::ui

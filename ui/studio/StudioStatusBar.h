@@ -1,16 +1,17 @@
 #pragma once
 // StudioStatusBar: the window's status bar — the hovered cell, the Worker's progress, the loaded
-// model (name, size, dtype, device, threads) and the studio's resident memory, refreshed every 2 s.
+// model (name, size, dtype, device, threads), the canvas's grid and the studio's resident memory, refreshed every 2 s.
 #include "types/StudioTypes.h"
 
 #include <QObject>
 
-class QLabel;
 class QProgressBar;
 class QStatusBar;
 class QTimer;
 
 namespace kvsteer::ui {
+
+class ElidedLabel;
 
 // 1234567 -> "1.2M" (parameter counts).
 QString formatCount(qint64 n);
@@ -23,6 +24,8 @@ public:
     void message(const QString& text, int timeoutMs = 0);
     void showHover(const QString& text);
     void showModel(const ModelInfo& model, bool loading, const QString& loadingDirectory);
+    void showGrid(int rows, int cols);   // the canvas's grid (rows 1: a text prompt's tokens)
+    QString modelText() const;           // what the model field says (for tests)
     void showProgress(const QString& stage, int value, int maximum);
     void hideProgress();
 
@@ -30,12 +33,15 @@ private:
     void updateMemory();
 
     QStatusBar* bar_;
-    QLabel* hover_ = nullptr;
+    ElidedLabel* hover_ = nullptr;
     QProgressBar* progress_ = nullptr;
-    QLabel* model_ = nullptr;
-    QLabel* dtype_ = nullptr;
-    QLabel* threads_ = nullptr;
-    QLabel* memory_ = nullptr;
+    ElidedLabel* model_ = nullptr;
+    ElidedLabel* dtype_ = nullptr;
+    ElidedLabel* threads_ = nullptr;
+    ElidedLabel* memory_ = nullptr;
+    QString modelText_, gridText_;
+    int gridRows_ = 0;
+    bool valid_ = false;
     QTimer* memoryTimer_ = nullptr;
 };
 

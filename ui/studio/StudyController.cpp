@@ -68,6 +68,21 @@ void StudyController::restore(const StudySetup& setup) {
     }
 }
 
+// A folder `kvsteer study` wrote: its frontier and table, and its suite and folder in the fields,
+// so Study with another grid starts from there.
+void StudyController::openFolder(const QString& dir) {
+    StudyResults results;
+    QString why;
+    if (!readStudyResults(dir, &results, &why)) {
+        errors_->show(tr("Study"), why);
+        return;
+    }
+    StudySetup setup;
+    setup.outDir = QDir(dir).absolutePath();
+    setup.suite = results.suitePath;
+    restore(setup);
+}
+
 void StudyController::browse() {
     const QString path = QFileDialog::getOpenFileName(window_, tr("Choose a study suite"), QFileInfo(panel_->setup().suite).absolutePath(),
                                                       tr("Study suites (*.json);;All files (*)"));

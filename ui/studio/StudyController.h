@@ -34,6 +34,7 @@ public:
 
     StudySetup setup() const;                     // what a session keeps
     void restore(const StudySetup& setup);        // a session's: its fields, and its folder's results if it has them
+    void openFolder(const QString& dir);          // a finished study's folder (kvsteer-studio --study DIR)
 
     void start();
     void stop();

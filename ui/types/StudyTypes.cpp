@@ -107,6 +107,7 @@ bool studyResultsFromJson(const QJsonObject& summary, StudyResults* out, QString
     StudyResults r;
     for (const QJsonValue& d : summary.value(QStringLiteral("datasets")).toArray()) r.datasets << d.toObject().value(QStringLiteral("name")).toString();
     r.frontier = integers(summary.value(QStringLiteral("frontier")));
+    r.suitePath = summary.value(QStringLiteral("suite")).toObject().value(QStringLiteral("path")).toString();
     r.clusters = summary.value(QStringLiteral("clusters")).toInt();
     r.itemsPerSecond = summary.value(QStringLiteral("timings")).toObject().value(QStringLiteral("items_per_s")).toDouble();
     for (const QJsonValue& v : results) {

@@ -96,6 +96,7 @@ struct StudyResults {
     QVector<StudyPlanResult> plans;   // in plan order
     QVector<StudyCategoryRow> rows;   // plan, then dataset (the suite's order), then category
     QStringList datasets;             // the suite's sets, in order
+    QString suitePath;                // the suite file the study ran
     QVector<int> frontier;            // plan indices, by rising target success
     int clusters = 0;                 // images the intervals resample
     double itemsPerSecond = 0;

@@ -13,7 +13,10 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
+#include <QTimer>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace kvsteer::ui {
 
@@ -83,6 +86,7 @@ EvalPanel::EvalPanel(QWidget* parent) : QWidget(parent) {
     plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
     plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignHCenter);
     v->addWidget(plot_);
+    connect(plot_, &QCustomPlot::afterLayout, this, &EvalPanel::fitMetricLabels);
 
     filter_ = new QComboBox(this);
     filter_->addItem(tr("Correctness changed"));
@@ -95,6 +99,7 @@ EvalPanel::EvalPanel(QWidget* parent) : QWidget(parent) {
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->setToolTip(tr("Double-click an item to open its image, question and cells on the canvas"));
+    table_->setMinimumHeight(150);   // a few rows, however short the dock: the tab scrolls instead
     v->addWidget(table_, 1);
 
     connect(browse, &QPushButton::clicked, this, &EvalPanel::browseRequested);
@@ -194,7 +199,22 @@ void EvalPanel::showSummary(const EvalFinished& f) {
     whiskers->setData(minus, plus);
     plot_->xAxis->setTicker(ticker);
     plot_->xAxis->setRange(0.4, f.metricNames.size() + 0.6);
+    metricNames_ = f.metricNames;
     plot_->replot();
+}
+
+// A dock beside the canvas is narrow: "accuracy" ran into "precision". The names stay level while
+// the widest fits its bar pair's width, and are slanted otherwise (a replot once they change).
+void EvalPanel::fitMetricLabels() {
+    if (metricNames_.isEmpty()) return;
+    const QFontMetrics fm(plot_->xAxis->tickLabelFont());
+    int widest = 0;
+    for (const QString& name : metricNames_) widest = std::max(widest, fm.horizontalAdvance(name));
+    const double slot = plot_->axisRect()->width() / (metricNames_.size() + 0.2);
+    const double rotation = widest + fm.averageCharWidth() < slot ? 0 : -35;
+    if (plot_->xAxis->tickLabelRotation() == rotation) return;
+    plot_->xAxis->setTickLabelRotation(rotation);
+    QTimer::singleShot(0, plot_, [this] { plot_->replot(); });
 }
 
 } // namespace kvsteer::ui

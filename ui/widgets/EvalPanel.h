@@ -46,6 +46,7 @@ public:
     void clearResults();
     void addItem(const EvalItemRow& row);      // kept; shown when its correctness changed
     void showSummary(const EvalFinished& f);
+    QCustomPlot* plot() const { return plot_; }
     const QVector<EvalItemRow>& changedItems() const { return changed_; }
 
 Q_SIGNALS:
@@ -56,6 +57,7 @@ Q_SIGNALS:
 
 private:
     void refreshTable();
+    void fitMetricLabels();   // slanted when side by side they would overlap
 
     QLineEdit* dataset_ = nullptr;
     QLineEdit* outDir_ = nullptr;
@@ -70,6 +72,7 @@ private:
     QComboBox* filter_ = nullptr;
     QTableWidget* table_ = nullptr;
     QVector<EvalItemRow> changed_;             // items whose correctness steering changed
+    QStringList metricNames_;                  // the summary's, on the chart's axis
 };
 
 } // namespace kvsteer::ui

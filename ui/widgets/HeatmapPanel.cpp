@@ -1,6 +1,8 @@
 #include "HeatmapPanel.h"
 
 #include "HeatmapPlotStyle.h"
+#include "ElidedLabel.h"
+#include "FlowLayout.h"
 #include "Icons.h"
 
 #include <qcustomplot.h>
@@ -35,8 +37,7 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     outer->setSpacing(4);
 
     // Controls.
-    auto* bar = new QHBoxLayout;
-    bar->setSpacing(6);
+    auto* bar = new FlowLayout(nullptr, 10, 4);
     metric_ = new QComboBox(this);
     for (int i = 0; i < kMetricCount; ++i) {
         metric_->addItem(metricTitle(Metric(i)), i);
@@ -57,20 +58,21 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     save->setIcon(icons::get(icons::Id::SavePlot));
     save->setToolTip(tr("Save the heatmaps as PNG…"));
     save->setAutoRaise(true);
-    auto* metricLabel = new QLabel(tr("Metric"), this);
-    auto* headLabel = new QLabel(tr("Head"), this);
-    auto* streamLabel = new QLabel(tr("Stream"), this);
-    bar->addWidget(metricLabel);
-    bar->addWidget(metric_);
-    bar->addSpacing(6);
-    bar->addWidget(headLabel);
-    bar->addWidget(head_);
-    bar->addSpacing(6);
-    bar->addWidget(streamLabel);
-    bar->addWidget(stream_);
-    bar->addSpacing(6);
+    // Each label stays with its box; the groups wrap onto a second line in a narrow pane.
+    auto labelled = [this](const QString& text, QWidget* field) {
+        auto* group = new QWidget(this);
+        auto* h = new QHBoxLayout(group);
+        h->setContentsMargins(0, 0, 0, 0);
+        h->setSpacing(4);
+        h->addWidget(new QLabel(text, group));
+        h->addWidget(field);
+        return group;
+    };
+    head_->setSizeAdjustPolicy(QComboBox::AdjustToContents);   // its items come with the model
+    bar->addWidget(labelled(tr("Metric"), metric_));
+    bar->addWidget(labelled(tr("Head"), head_));
+    bar->addWidget(labelled(tr("Stream"), stream_));
     bar->addWidget(perLayerRange_);
-    bar->addStretch(1);
     bar->addWidget(save);
     outer->addLayout(bar);
 
@@ -90,16 +92,12 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     outer->addWidget(split, 1);
 
     auto* foot = new QHBoxLayout;
-    caption_ = new QLabel(this);
+    caption_ = new ElidedLabel(this);
     caption_->setStyleSheet(QStringLiteral("color: #3A404A;"));
-    hover_ = new QLabel(this);
+    hover_ = new ElidedLabel(this);
     hover_->setStyleSheet(QStringLiteral("color: #6b737d;"));
     hover_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
 
-    for (QLabel* l : {caption_, hover_}) {
-        l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // long texts never widen the window
-        l->setMinimumWidth(0);
-    }
     foot->addWidget(caption_, 1);
     foot->addWidget(hover_, 1);
     hover_->hide();   // while the pointer is over a cell, its read-out replaces the caption
@@ -260,7 +258,7 @@ void HeatmapPanel::clear() {
     scale_->setDataRange(QCPRange(0, 1));
     detailTitle_->setText(layers_ > 0 ? tr("Layer %1").arg(selected_) : tr("No model loaded"));
     marker_->setVisible(false);
-    caption_->clear();
+    caption_->setFullText(QString());
     detail_->replot();
 }
 
@@ -282,8 +280,8 @@ void HeatmapPanel::rebuildMultiples(int layers) {
         return;
     }
     const QFont small(font().family(), std::max(7, int(font().pointSizeF() - 1.5)));
-    const int cols = bestColumns(layers, std::max(100, multiples_->width()), std::max(80, multiples_->height()),
-                                 QFontMetrics(small).height() + 6);
+    const int cols = bestColumns(layers, std::max(100, multiples_->width()), std::max(80, multiples_->height()), multiplesTitleHeight(),
+                                 gridRows(), gridCols());
     columns_ = cols;
     for (int l = 0; l < layers; ++l) {
         auto* cell = new QCPLayoutGrid;
@@ -313,8 +311,26 @@ void HeatmapPanel::rebuildMultiples(int layers) {
         maps_.push_back(map);
         titles_.push_back(title);
     }
+    multiples_->plotLayout()->addElement(multiples_->plotLayout()->rowCount(), 0, new QCPLayoutElement(multiples_));   // the spare height
+    packRows();
     styleFrames();
     multiples_->replot();
+}
+
+// The rows of maps take the height their cells need, at the top; the spare height goes to the
+// empty last row, so no blank band opens between a map and the title of the one below.
+void HeatmapPanel::packRows() {
+    QCPLayoutGrid* grid = multiples_->plotLayout();
+    if (rects_.isEmpty() || columns_ <= 0) return;
+    const int mapRows = grid->rowCount() - 1;
+    const double w = multiples_->width(), h = multiples_->height();
+    const double rowH = std::max(1.0, mapRowHeight(int(rects_.size()), columns_, w, h, multiplesTitleHeight(), gridRows(), gridCols()));
+    for (int r = 0; r < mapRows; ++r) grid->setRowStretchFactor(r, rowH);
+    grid->setRowStretchFactor(mapRows, std::max(0.01, h - mapRows * rowH));
+}
+
+int HeatmapPanel::multiplesTitleHeight() const {
+    return QFontMetrics(QFont(font().family(), std::max(7, int(font().pointSizeF() - 1.5)))).height() + 6;
 }
 
 void HeatmapPanel::styleFrames() {
@@ -425,20 +441,20 @@ void HeatmapPanel::fitDetailAxes() {
 
 void HeatmapPanel::updateCaption() {
     if (!data_.valid()) {
-        caption_->clear();
+        caption_->setFullText(QString());
         return;
     }
     if (data_.metric == Metric::Attention && data_.step >= 0) {
         QString tok = data_.token;
         tok.replace(QLatin1Char(' '), QChar(0x2423));
-        caption_->setText(tr("Attention of token %1 “%2” to the image").arg(data_.step + 1).arg(tok.toHtmlEscaped()));
+        caption_->setFullText(tr("Attention of token %1 “%2” to the image").arg(data_.step + 1).arg(tok));
     } else {
-        caption_->setText(tr("The cache after the edit, before decoding"));
+        caption_->setFullText(tr("The cache after the edit, before decoding"));
     }
     QString what = headText(data_.head);
     if (data_.metric != Metric::KeyDelta && data_.metric != Metric::ValueDelta)
         what += data_.steeredRow ? tr(", steered stream") : tr(", unsteered stream");
-    caption_->setText(caption_->text() + QStringLiteral(" · ") + what);
+    caption_->setFullText(caption_->fullText() + QStringLiteral(" · ") + what);
 }
 
 void HeatmapPanel::setSelectedLayer(int layer) {
@@ -481,13 +497,13 @@ void HeatmapPanel::showHover(int layer, int row, int col, const QPoint& globalPo
                              .arg(col)
                              .arg(metricTitle(data_.metric))
                              .arg(QString::number(v, 'g', 4));
-    hover_->setText(text);
+    hover_->setFullText(text);
     hover_->show();
     caption_->hide();
     QToolTip::showText(globalPos, text);
 }
 
-QString HeatmapPanel::hoverText() const { return hover_->text(); }
+QString HeatmapPanel::hoverText() const { return hover_->fullText(); }
 
 void HeatmapPanel::onMultiplesMove(QMouseEvent* event) {
     QCPAxisRect* rect = multiples_->axisRectAt(event->position());
@@ -544,8 +560,9 @@ bool HeatmapPanel::eventFilter(QObject* watched, QEvent* event) {
         return true;
     }
     if (watched == multiples_ && event->type() == QEvent::Resize && !rects_.isEmpty()) {
-        const QFont small(font().family(), std::max(7, int(font().pointSizeF() - 1.5)));
-        const int cols = bestColumns(int(rects_.size()), multiples_->width(), multiples_->height(), QFontMetrics(small).height() + 6);
+        packRows();   // before the plot lays itself out for the new size
+        const int cols = bestColumns(int(rects_.size()), multiples_->width(), multiples_->height(), multiplesTitleHeight(), gridRows(),
+                                     gridCols());
         if (cols != columns_) {
             QTimer::singleShot(0, this, [this] {
                 rebuildMultiples(int(rects_.size()));

@@ -24,6 +24,8 @@ class QTimer;
 
 namespace kvsteer::ui {
 
+class ElidedLabel;
+
 class HeatmapPanel : public QWidget {
     Q_OBJECT
 public:
@@ -34,6 +36,7 @@ public:
     void setModel(int layers, int kvHeads, int gridRows = 0, int gridCols = 0);
     int gridRows() const { return data_.valid() ? data_.rows : gridRows_; }
     int gridCols() const { return data_.valid() ? data_.cols : gridCols_; }
+    int columns() const { return columns_; }   // of small multiples, as laid out now
     HeatmapSettings settings() const;
     void setSettings(const HeatmapSettings& s);
     int selectedLayer() const { return selected_; }
@@ -62,6 +65,8 @@ protected:
 
 private:
     void rebuildMultiples(int layers);
+    void packRows();
+    int multiplesTitleHeight() const;
     void styleFrames();
     void applyData();
     void fitDetailAxes();
@@ -78,8 +83,8 @@ private:
     QComboBox* head_ = nullptr;
     QComboBox* stream_ = nullptr;
     QCheckBox* perLayerRange_ = nullptr;
-    QLabel* caption_ = nullptr;
-    QLabel* hover_ = nullptr;
+    ElidedLabel* caption_ = nullptr;
+    ElidedLabel* hover_ = nullptr;
     QCustomPlot* multiples_ = nullptr;
     QCustomPlot* detail_ = nullptr;
     QCPColorMap* detailMap_ = nullptr;

@@ -51,15 +51,37 @@ void squareCells(QCPAxisRect* rect, int rows, int cols) {
 
 double cellHeightOverWidth(int rows, int cols) { return rows == 1 ? std::clamp(cols / 4.0, 1.0, 4.0) : 1.0; }
 
-int bestColumns(int layers, double w, double h, double titleH) {
+namespace {
+// The on-screen width of one cell of a gridRows × gridCols map, in a rows × cols layout of w × h.
+double cellSize(int layers, int cols, double w, double h, double titleH, int gridRows, int gridCols) {
+    const int rows = (layers + cols - 1) / cols;
+    const double tall = cellHeightOverWidth(gridRows, gridCols);
+    return std::min(w / cols / std::max(1, gridCols), (h / rows - titleH) / (std::max(1, gridRows) * tall));
+}
+} // namespace
+
+double mapRowHeight(int layers, int cols, double w, double h, double titleH, int gridRows, int gridCols) {
+    const double cell = cellSize(layers, std::max(1, cols), w, h, titleH, gridRows, gridCols);
+    return titleH + std::max(0.0, cell) * std::max(1, gridRows) * cellHeightOverWidth(gridRows, gridCols);
+}
+
+int bestColumns(int layers, double w, double h, double titleH, int gridRows, int gridCols) {
+    // A map of gridRows × gridCols cells drawn `cell` px wide is gridCols·cell wide and
+    // gridRows·tall·cell high: the column count whose cells come out largest wins; near-ties
+    // (within 5 %) go to the layout with fewer empty slots.
     int best = 1;
-    double bestSide = -1;
-    for (int cols = 1; cols <= layers; ++cols) {
+    double bestCell = -1;
+    int bestEmpty = 0;
+    for (int cols = 1; cols <= std::max(1, layers); ++cols) {
         const int rows = (layers + cols - 1) / cols;
-        const double side = std::min(w / cols, h / rows - titleH);
-        if (side > bestSide + 0.5) {
-            bestSide = side;
+        const double cell = cellSize(layers, cols, w, h, titleH, gridRows, gridCols);
+        const int empty = rows * cols - layers;
+        const bool larger = cell > bestCell * 1.05;
+        const bool asLargeAndFuller = cell > bestCell * 0.95 && empty < bestEmpty;
+        if (bestCell < 0 || larger || asLargeAndFuller) {
             best = cols;
+            bestCell = std::max(bestCell, cell);
+            bestEmpty = empty;
         }
     }
     return best;

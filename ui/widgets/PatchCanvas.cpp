@@ -511,17 +511,23 @@ void PatchCanvas::paintEvent(QPaintEvent*) {
     p.setRenderHint(QPainter::SmoothPixmapTransform);
     p.drawImage(r, image_);
 
-    // Painted strength.
-    p.setRenderHint(QPainter::Antialiasing, false);
-    p.setPen(Qt::NoPen);
+    // Painted strength: one pixel per cell, scaled up without smoothing. Filling each cell's
+    // rectangle instead lets neighbours overlap by a pixel where the cell size is fractional, and
+    // the overlap shows as a darker line across the paint.
+    QImage paint(strength_.cols, strength_.rows, QImage::Format_ARGB32_Premultiplied);
+    paint.fill(Qt::transparent);
     for (int row = 0; row < strength_.rows; ++row)
         for (int col = 0; col < strength_.cols; ++col) {
             const float v = std::clamp(strength_.at(row, col), 0.0f, 1.0f);
             if (v <= 0) continue;
             QColor c = kPaint;
             c.setAlphaF(0.18 + 0.42 * v);
-            p.fillRect(cellRect(row, col), c);
+            paint.setPixel(col, row, qPremultiply(c.rgba()));
         }
+    p.setRenderHint(QPainter::SmoothPixmapTransform, false);
+    p.setRenderHint(QPainter::Antialiasing, false);
+    p.drawImage(r, paint);
+    p.setPen(Qt::NoPen);
 
     if (gridVisible_) paintGridLines(p, r);
 

@@ -1,5 +1,6 @@
 #include "SteeringPanel.h"
 
+#include "FlowLayout.h"
 #include "Icons.h"
 #include "steer/SteeringOperator.h"
 
@@ -69,7 +70,6 @@ QToolButton* toolButton(icons::Id icon, const QString& text, const QString& tip,
     b->setText(text);
     b->setToolTip(tip);
     b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    b->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     return b;
 }
 
@@ -199,8 +199,14 @@ QWidget* SteeringPanel::buildVectorsGroup() {
     vectorsStatus_->setWordWrap(true);
     vectorsStatus_->setObjectName(QStringLiteral("vectorsStatus"));
     v->addWidget(vectorsStatus_);
+    proposal_ = new QLabel(box);
+    proposal_->setWordWrap(true);
+    proposal_->setObjectName(QStringLiteral("strengthProposal"));
+    proposal_->setStyleSheet(QStringLiteral("color: #3A404A; background: #EEF4FC; border-radius: 4px; padding: 4px;"));
+    proposal_->hide();
+    v->addWidget(proposal_);
 
-    auto* io = new QHBoxLayout;
+    auto* io = new FlowLayout(nullptr, 4, 4);   // one line in a wide dock, two in a narrow one
     import_ = toolButton(icons::Id::ImportVectors, tr("Import…"), tr("Import a vector file (Ctrl+I)"), box);
     export_ = toolButton(icons::Id::ExportVectors, tr("Export…"), tr("Export the vectors with the current plan settings and mask (Ctrl+E)"), box);
     clearVectors_ = toolButton(icons::Id::Clear, tr("Clear"), tr("Forget the current vectors"), box);
@@ -212,15 +218,7 @@ QWidget* SteeringPanel::buildVectorsGroup() {
     io->addWidget(python);
     v->addLayout(io);
 
-    connect(source_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int i) {
-        pages_->setCurrentIndex(i);
-        const bool file = VectorSource(source_->itemData(i).toInt()) == VectorSource::File;
-        compute_->setText(file ? tr("Import vector file…") : tr("Compute vectors"));
-        compute_->setIcon(icons::get(file ? icons::Id::ImportVectors : icons::Id::Compute));
-        keySpace_->setEnabled(!file);
-        perPosition_->setEnabled(VectorSource(source_->itemData(i).toInt()) == VectorSource::SecondImage);
-        pca_->setEnabled(!file);
-    });
+    connect(source_, qOverload<int>(&QComboBox::currentIndexChanged), this, &SteeringPanel::showSourcePage);
     connect(compute_, &QPushButton::clicked, this, [this] {
         if (source() == VectorSource::File) Q_EMIT importVectorsRequested();
         else Q_EMIT computeRequested(recipe());
@@ -229,8 +227,26 @@ QWidget* SteeringPanel::buildVectorsGroup() {
     connect(export_, &QToolButton::clicked, this, &SteeringPanel::exportVectorsRequested);
     connect(clearVectors_, &QToolButton::clicked, this, &SteeringPanel::clearVectorsRequested);
     connect(python, &QToolButton::clicked, this, &SteeringPanel::copyPythonRequested);
+    showSourcePage(source_->currentIndex());
     setVectorsInfo(VectorsInfo());
     return box;
+}
+
+// The chosen source's page, and the recipe options that apply to it.
+void SteeringPanel::showSourcePage(int i) {
+    pages_->setCurrentIndex(i);
+    // The stack is as tall as the page shown, not as its tallest page: no blank band under a short one.
+    for (int p = 0; p < pages_->count(); ++p)
+        pages_->widget(p)->setSizePolicy(QSizePolicy::Preferred, p == i ? QSizePolicy::Preferred : QSizePolicy::Ignored);
+    pages_->updateGeometry();
+    const bool file = VectorSource(source_->itemData(i).toInt()) == VectorSource::File;
+    compute_->setText(file ? tr("Import vector file…") : tr("Compute vectors"));
+    compute_->setIcon(icons::get(file ? icons::Id::ImportVectors : icons::Id::Compute));
+    // A file's vectors are made already: the recipe's options are not shown for it.
+    keySpace_->setVisible(!file);
+    perPosition_->setVisible(!file);
+    pca_->setVisible(!file);
+    perPosition_->setEnabled(VectorSource(source_->itemData(i).toInt()) == VectorSource::SecondImage);
 }
 
 VectorSource SteeringPanel::source() const { return VectorSource(source_->currentData().toInt()); }
@@ -295,6 +311,7 @@ void SteeringPanel::setRecipeOptions(bool preRope, bool perPosition, bool pca) {
 
 void SteeringPanel::setVectorsInfo(const VectorsInfo& info) {
     vectors_ = info;
+    showProposal(QString());   // a proposal was for the vectors before these
     if (!info.valid()) {
         vectorsStatus_->setText(tr("<span style='color:#8a6d1f'>● No vectors yet.</span> Add, Norm-preserving and Pre-RoPE "
                                    "need them; Scale, Spotlight and Ablate do not."));
@@ -305,6 +322,13 @@ void SteeringPanel::setVectorsInfo(const VectorsInfo& info) {
     export_->setEnabled(info.valid() && !busy_);
     clearVectors_->setEnabled(info.valid() && !busy_);
 }
+
+void SteeringPanel::showProposal(const QString& howChosen) {
+    proposal_->setText(howChosen);
+    proposal_->setVisible(!howChosen.isEmpty());
+}
+
+QString SteeringPanel::proposalText() const { return proposal_->isHidden() ? QString() : proposal_->text(); }
 
 void SteeringPanel::applySuggestions(const VectorsInfo& info) {
     quiet_ = true;

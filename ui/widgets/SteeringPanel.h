@@ -44,6 +44,8 @@ public:
     void setRecipeOptions(bool preRope, bool perPosition, bool pca);
 
     void setVectorsInfo(const VectorsInfo& info);   // invalid info = none
+    void showProposal(const QString& howChosen);    // the strength proposed for new vectors, and why ("": none)
+    QString proposalText() const;
     const VectorsInfo& vectorsInfo() const { return vectors_; }
     void applySuggestions(const VectorsInfo& info); // operator / c_k / c_v / layers stored in a file
     void setPaintedCells(int cells, int total);
@@ -62,6 +64,7 @@ Q_SIGNALS:
     void copyPythonRequested();
 
 private:
+    void showSourcePage(int sourceIndex);
     QWidget* buildVectorsGroup();
     QWidget* buildPlanGroup();
     QWidget* buildMaskGroup();
@@ -80,6 +83,7 @@ private:
     QCheckBox* pca_ = nullptr;
     QPushButton* compute_ = nullptr;
     QLabel* vectorsStatus_ = nullptr;
+    QLabel* proposal_ = nullptr;
     QToolButton* export_ = nullptr;
     QToolButton* import_ = nullptr;
     QToolButton* clearVectors_ = nullptr;

@@ -1,5 +1,6 @@
 #include "StreamView.h"
 
+#include "ElidedLabel.h"
 #include "TokenFlow.h"
 
 #include <QApplication>
@@ -54,7 +55,7 @@ StreamView::StreamView(QWidget* parent) : QWidget(parent) {
     updateSummary();
 }
 
-QWidget* StreamView::makePane(const QString& title, const QString& subtitle, const QColor& accent, TokenFlow** flow, QLabel** status,
+QWidget* StreamView::makePane(const QString& title, const QString& subtitle, const QColor& accent, TokenFlow** flow, ElidedLabel** status,
                               QScrollArea** scroll) {
     auto* frame = new QFrame(this);
     frame->setObjectName(QStringLiteral("streamPane"));
@@ -70,10 +71,8 @@ QWidget* StreamView::makePane(const QString& title, const QString& subtitle, con
     auto* titleLabel = new QLabel(QStringLiteral("<b>%1</b>").arg(title), frame);
     titleLabel->setToolTip(subtitle);
     header->addWidget(titleLabel);
-    *status = new QLabel(frame);
+    *status = new ElidedLabel(frame);
     (*status)->setStyleSheet(QStringLiteral("color: #8a929c;"));
-    (*status)->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // never widens the window
-    (*status)->setMinimumWidth(0);
     header->addWidget(*status, 1);
     auto* copy = new QToolButton(frame);
     copy->setText(tr("Copy"));
@@ -109,8 +108,8 @@ void StreamView::clear() {
     cancelled_ = false;
     finishedU_ = finishedS_ = false;
     note_->hide();
-    unsteeredStatus_->clear();
-    steeredStatus_->clear();
+    unsteeredStatus_->setFullText(QString());
+    steeredStatus_->setFullText(QString());
     updateSummary();
 }
 
@@ -122,8 +121,8 @@ void StreamView::beginRun(const RunStarted& info) {
         note_->setText(info.note);
         note_->show();
     }
-    unsteeredStatus_->setText(tr("generating…"));
-    steeredStatus_->setText(tr("generating…"));
+    unsteeredStatus_->setFullText(tr("generating…"));
+    steeredStatus_->setFullText(tr("generating…"));
     updateSummary();
 }
 
@@ -137,8 +136,8 @@ void StreamView::addPair(const TokenPair& pair) {
     if (pair.unsteered.eos) finishedU_ = true;
     if (pair.steered.eos) finishedS_ = true;
     steps_ = pair.step + 1;
-    unsteeredStatus_->setText(tr("%n token(s)", nullptr, unsteered_->count()) + (finishedU_ ? tr(" · done") : QString()));
-    steeredStatus_->setText(tr("%n token(s)", nullptr, steered_->count()) + (finishedS_ ? tr(" · done") : QString()));
+    unsteeredStatus_->setFullText(tr("%n token(s)", nullptr, unsteered_->count()) + (finishedU_ ? tr(" · done") : QString()));
+    steeredStatus_->setFullText(tr("%n token(s)", nullptr, steered_->count()) + (finishedS_ ? tr(" · done") : QString()));
     // Keep the newest tokens in view while streaming.
     for (QScrollArea* s : {unsteeredScroll_, steeredScroll_}) s->verticalScrollBar()->setValue(s->verticalScrollBar()->maximum());
     updateSummary();
@@ -153,16 +152,16 @@ void StreamView::finishRun(const RunFinished& info) {
     const double tps = info.decodeMs > 0 ? 1000.0 * info.steps / info.decodeMs : 0;
     const QString speed = tps > 0 ? tr(" · %1 tok/s").arg(tps, 0, 'f', tps >= 100 ? 0 : 1) : QString();
     const QString tail = info.cancelled ? tr(" · stopped") : speed;
-    unsteeredStatus_->setText(tr("%n token(s)", nullptr, unsteered_->count()) + tail);
-    steeredStatus_->setText(tr("%n token(s)", nullptr, steered_->count()) + tail);
+    unsteeredStatus_->setFullText(tr("%n token(s)", nullptr, unsteered_->count()) + tail);
+    steeredStatus_->setFullText(tr("%n token(s)", nullptr, steered_->count()) + tail);
     updateSummary();
     Q_EMIT finished(info.cancelled);
 }
 
 void StreamView::failRun(const QString& message) {
     running_ = false;
-    unsteeredStatus_->setText(tr("failed"));
-    steeredStatus_->setText(tr("failed"));
+    unsteeredStatus_->setFullText(tr("failed"));
+    steeredStatus_->setFullText(tr("failed"));
     note_->setText(message);
     note_->show();
     updateSummary();
@@ -192,8 +191,8 @@ void StreamView::restore(const QVector<StreamToken>& unsteered, const QVector<St
     unsteered_->setTokens(unsteered, du);
     steered_->setTokens(steered, ds);
     steps_ = n;
-    unsteeredStatus_->setText(tr("%n token(s)", nullptr, unsteered.size()));
-    steeredStatus_->setText(tr("%n token(s)", nullptr, steered.size()));
+    unsteeredStatus_->setFullText(tr("%n token(s)", nullptr, unsteered.size()));
+    steeredStatus_->setFullText(tr("%n token(s)", nullptr, steered.size()));
     updateSummary();
 }
 

@@ -11,6 +11,7 @@ class QScrollArea;
 
 namespace kvsteer::ui {
 
+class ElidedLabel;
 class TokenFlow;
 
 class StreamView : public QWidget {
@@ -42,14 +43,14 @@ Q_SIGNALS:
     void finished(bool cancelled);
 
 private:
-    QWidget* makePane(const QString& title, const QString& subtitle, const QColor& accent, TokenFlow** flow, QLabel** status,
+    QWidget* makePane(const QString& title, const QString& subtitle, const QColor& accent, TokenFlow** flow, ElidedLabel** status,
                       QScrollArea** scroll);
     void updateSummary();
 
     TokenFlow* unsteered_ = nullptr;
     TokenFlow* steered_ = nullptr;
-    QLabel* unsteeredStatus_ = nullptr;
-    QLabel* steeredStatus_ = nullptr;
+    ElidedLabel* unsteeredStatus_ = nullptr;
+    ElidedLabel* steeredStatus_ = nullptr;
     QScrollArea* unsteeredScroll_ = nullptr;
     QScrollArea* steeredScroll_ = nullptr;
     QLabel* summary_ = nullptr;
