@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
-# Takes docs/studio.png: kvsteer Studio on the bundled demo model, under a virtual X server.
+# Takes a screenshot of kvsteer Studio on the bundled demo model, under a virtual X server
+# (default: docs/studio.png at 1366x768, a laptop's screen).
 #
 # The red-circle demo image is opened, the circle's patches are painted (the mask from
 # demo-images/index.json), steering vectors toward the blue-circle image are computed in the
 # studio (the image-pair recipe, one direction per patch), and both answers stream; once they are
-# done the screen is captured with ImageMagick.
-# Retake it after every UI change:
+# done the screen is captured with ImageMagick. With --study, a small demo study (12 scenes, 16
+# plans, a few seconds) is run first with the CLI and shown in the Evaluate dock's Study tab.
+# Retake the docs' shots after every UI change:
 #
-#   cmake --build build --target kvsteer-studio -j2 && scripts/screenshot-studio.sh
+#   cmake --build build --target kvsteer-studio kvsteer -j2
+#   scripts/screenshot-studio.sh --size 1366x768  --out docs/studio.png
+#   scripts/screenshot-studio.sh --size 1920x1080 --out docs/studio-1920x1080.png
+#   scripts/screenshot-studio.sh --size 1366x768  --out docs/evaluate.png --study
+#
+# Options:
+#   --size WxH   the virtual screen, and the window filling it      (default: 1366x768; env SIZE)
+#   --out FILE   the PNG to write                                   (default: docs/studio.png; env OUT)
+#   --study      also run a small demo study and show it in the Evaluate dock
 #
 # Environment (all optional):
 #   BUILD_DIR   build tree holding app/kvsteer-studio and app/kvsteer   (default: build)
 #   MODEL       model directory                                           (default: resources/demo-model)
 #   IMAGES      directory with red_circle.png, blue_circle.png, index.json (default: resources/demo-images;
 #               generated with `kvsteer demo-images` when missing)
-#   OUT         output PNG                                                (default: docs/studio.png)
-#   SIZE        screen size WxH                                           (default: 1600x1000)
 #   PROMPT      question                                                  (default: What color is the circle?)
 #   CK, CV      coefficients                                              (default: 1, 1)
 #   VECTORS     a vector file to import instead of computing them in the studio
@@ -32,7 +40,19 @@ cli=$build/app/kvsteer
 model=${MODEL:-$root/resources/demo-model}
 images=${IMAGES:-$root/resources/demo-images}
 out=${OUT:-$root/docs/studio.png}
-size=${SIZE:-1600x1000}
+size=${SIZE:-1366x768}
+study=0
+while (($#)); do
+    case $1 in
+        --size) size=${2:?--size needs WxH}; shift 2 ;;
+        --out) out=${2:?--out needs a file}; shift 2 ;;
+        --study) study=1; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "screenshot-studio: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+[[ $size =~ ^[0-9]+x[0-9]+$ ]] || { echo "screenshot-studio: --size must be WxH, like 1366x768, not '$size'" >&2; exit 2; }
+[[ $out = /* ]] || out=$PWD/$out
 prompt=${PROMPT:-What color is the circle?}
 ck=${CK:-1}
 cv=${CV:-1}
@@ -96,6 +116,19 @@ PY
 )
 fi
 
+# --study: a small demo study with the CLI (the README's, on 12 scenes), shown by --study DIR.
+study_args=()
+if ((study)); then
+    [[ -x $cli ]] || die "no $cli to run the study; build it: cmake --build $build --target kvsteer -j2"
+    "$cli" demo-study --out "$work/study" --images 12 >/dev/null || die "kvsteer demo-study failed"
+    "$cli" extract --recipe image-pairs --pairs "$work/study/pairs/pairs.jsonl" --out "$work/study/masked-pairs.safetensors" \
+        --ck 1 --cv 2 >/dev/null || die "kvsteer extract failed"
+    "$cli" study --suite "$work/study/suite.json" --out "$work/study/run" --cv 1,2,4,16 --ck 0,1 \
+        --vectors "$root/resources/demo-vectors/red-to-blue.safetensors,$work/study/masked-pairs.safetensors" >/dev/null ||
+        die "kvsteer study failed"
+    study_args=(--study "$work/study/run")
+fi
+
 mkdir -p "$(dirname "$out")"
 ready=$work/ready.txt
 export XDG_RUNTIME_DIR=$work/xdg QT_QPA_PLATFORMTHEME= LANG=C.UTF-8
@@ -119,7 +152,7 @@ xvfb-run -a -s "-screen 0 ${size}x24 -dpi 96" bash -c '
     kill $pid
     wait $pid 2>/dev/null || true
 ' "$studio" "$model" "$images/red_circle.png" "$images/blue_circle.png" "$mask" "$prompt" "$ck" "$cv" "$heatmap" "$size" \
-  "$ready" "${EXTRA:-}" "$out" "${vectors[@]}"
+  "$ready" "${EXTRA:-}" "$out" "${vectors[@]}" "${study_args[@]}"
 
 echo "screenshot-studio: wrote $out"
 sed 's/^/  /' "$ready"
