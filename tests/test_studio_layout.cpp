@@ -100,11 +100,6 @@ private Q_SLOTS:
     void smallestWidthFitsALaptop() {
         auto w = open(demoModelDir());
         QVERIFY(w);
-        if (qEnvironmentVariableIsSet("KVSTEER_LAYOUT_DEBUG")) {
-            qInfo() << "central" << w->centralWidget()->minimumSizeHint();
-            for (QWidget* c : w->centralWidget()->findChildren<QWidget*>(Qt::FindDirectChildrenOnly)) qInfo() << "  " << c->metaObject()->className() << c->minimumSizeHint();
-            for (QDockWidget* d : w->findChildren<QDockWidget*>()) qInfo() << d->windowTitle() << d->minimumSizeHint() << d->isVisible();
-        }
         QVERIFY2(w->minimumSizeHint().width() <= 1200 && w->minimumWidth() <= 1200,
                  qPrintable(QStringLiteral("the window's smallest width is %1").arg(std::max(w->minimumSizeHint().width(), w->minimumWidth()))));
         QVERIFY2(w->minimumSizeHint().height() <= 680, qPrintable(QStringLiteral("the window's smallest height is %1").arg(w->minimumSizeHint().height())));

@@ -149,11 +149,14 @@ void StreamView::finishRun(const RunFinished& info) {
     running_ = false;
     cancelled_ = info.cancelled;
     decodeMs_ = info.decodeMs;
+    // The speed is the pair's (one batch of two) and the run summary says it too: here, in the tooltip.
     const double tps = info.decodeMs > 0 ? 1000.0 * info.steps / info.decodeMs : 0;
-    const QString speed = tps > 0 ? tr(" · %1 tok/s").arg(tps, 0, 'f', tps >= 100 ? 0 : 1) : QString();
-    const QString tail = info.cancelled ? tr(" · stopped") : speed;
+    const QString speed = tps > 0 ? tr("Both answers decoded at %1 tok/s, as one batch of two").arg(tps, 0, 'f', tps >= 100 ? 0 : 1) : QString();
+    const QString tail = info.cancelled ? tr(" · stopped") : QString();
     unsteeredStatus_->setFullText(tr("%n token(s)", nullptr, unsteered_->count()) + tail);
     steeredStatus_->setFullText(tr("%n token(s)", nullptr, steered_->count()) + tail);
+    unsteeredStatus_->setDescription(speed);
+    steeredStatus_->setDescription(speed);
     updateSummary();
     Q_EMIT finished(info.cancelled);
 }
