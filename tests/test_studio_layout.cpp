@@ -100,6 +100,7 @@ private Q_SLOTS:
     void smallestWidthFitsALaptop() {
         auto w = open(demoModelDir());
         QVERIFY(w);
+        qInfo("smallest window: %d x %d", w->minimumSizeHint().width(), w->minimumSizeHint().height());
         QVERIFY2(w->minimumSizeHint().width() <= 1200 && w->minimumWidth() <= 1200,
                  qPrintable(QStringLiteral("the window's smallest width is %1").arg(std::max(w->minimumSizeHint().width(), w->minimumWidth()))));
         QVERIFY2(w->minimumSizeHint().height() <= 680, qPrintable(QStringLiteral("the window's smallest height is %1").arg(w->minimumSizeHint().height())));

@@ -34,10 +34,15 @@ PlanSettings AtlasController::withoutAxes(PlanSettings p) const {
     return p;
 }
 
+// A model, and what it steers: an image (a text-only model steers its prompt's token strip) and a question.
+bool AtlasController::canRun() const {
+    const bool needsImage = !model_->info().textOnly();
+    return !model_->loading() && model_->info().valid() && (!needsImage || image_->ready()) && !panes_.prompt->prompt().trimmed().isEmpty();
+}
+
 void AtlasController::run() {
-    const bool needsImage = !model_->info().textOnly();   // a text-only model steers its prompt's token strip
-    if (model_->loading() || !model_->info().valid() || (needsImage && !image_->ready()) || panes_.prompt->prompt().trimmed().isEmpty()) {
-        errors_->show(tr("Atlas"), needsImage ? tr("The atlas needs a model, an image and a question.") : tr("The atlas needs a question."));
+    if (!canRun()) {
+        errors_->show(tr("Atlas"), model_->info().textOnly() ? tr("The atlas needs a question.") : tr("The atlas needs a model, an image and a question."));
         return;
     }
     QString error;
@@ -47,21 +52,9 @@ void AtlasController::run() {
         errors_->show(tr("Atlas strengths"), error);
         return;
     }
-    req.id = nextId_++;
-    req.prompt = panes_.prompt->prompt().trimmed();
-    req.strength = panes_.canvas->strength();
-    req.plan = panes_.steering->planSettings();
     req.layerRanges = panel_->layerRanges();
     req.maxNewTokens = panel_->maxNewTokens();
-    worker_->cancelAtlasesBefore(req.id);
-    activeId_ = req.id;
-    running_ = true;
-    started_ = AtlasStarted();
-    atlasPlan_ = req.plan;
-    panel_->setRunning(true);
-    panel_->setStatus(tr("Prefill and the unsteered answer…"));
-    Q_EMIT stateChanged();
-    Q_EMIT atlasRequested(req);
+    start(req, tr("Prefill and the unsteered answer…"));
 }
 
 // A strength for vectors just computed: their scale is new, so the plan's c_v (or c_k) may be far
@@ -69,27 +62,30 @@ void AtlasController::run() {
 // the plan's (c/4 … 4c), 8 tokens each; the weakest strength whose answer differs from the
 // unsteered one without degenerating becomes the plan's. The atlas dock shows the row it read.
 void AtlasController::propose() {
-    const bool needsImage = !model_->info().textOnly();
-    if (running_ || model_->loading() || !model_->info().valid() || (needsImage && !image_->ready()) || panes_.prompt->prompt().trimmed().isEmpty())
-        return;
+    if (running_ || !canRun()) return;
     const PlanSettings plan = panes_.steering->planSettings();
     const int last = model_->info().layers - 1;
     const int to = plan.layerTo < 0 ? last : plan.layerTo;
     AtlasRequest req;
+    req.layerRanges = {plan.layerFrom == 0 && to == last ? QStringLiteral("all") : QStringLiteral("%1-%2").arg(plan.layerFrom).arg(to)};
+    req.maxNewTokens = 8;
+    proposing_ = true;
+    start(req, tr("Finding a strength for the new vectors…"));
+}
+
+// The request's grid on the current question, map and plan, on the worker; an atlas before it is dropped.
+void AtlasController::start(AtlasRequest req, const QString& status) {
     req.id = nextId_++;
     req.prompt = panes_.prompt->prompt().trimmed();
     req.strength = panes_.canvas->strength();
-    req.plan = plan;
-    req.layerRanges = {plan.layerFrom == 0 && to == last ? QStringLiteral("all") : QStringLiteral("%1-%2").arg(plan.layerFrom).arg(to)};
-    req.maxNewTokens = 8;
+    req.plan = panes_.steering->planSettings();
     worker_->cancelAtlasesBefore(req.id);
     activeId_ = req.id;
     running_ = true;
-    proposing_ = true;
     started_ = AtlasStarted();
     atlasPlan_ = req.plan;
     panel_->setRunning(true);
-    panel_->setStatus(tr("Finding a strength for the new vectors…"));
+    panel_->setStatus(status);
     Q_EMIT stateChanged();
     Q_EMIT atlasRequested(req);
 }

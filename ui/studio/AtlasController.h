@@ -50,6 +50,8 @@ private:
     void onFailed(quint64 id, const QString& message);
     void adopt(const AtlasCellResult& cell);
     void finishProposal();
+    bool canRun() const;
+    void start(AtlasRequest request, const QString& status);
     void refreshSelection();
     PlanSettings withoutAxes(PlanSettings p) const;   // the plan with the swept coefficient and layers cleared
 
