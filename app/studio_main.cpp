@@ -1,5 +1,6 @@
 // kvsteer-studio: the Qt 6 desktop studio. Options let a script set up the view (see
 // scripts/screenshot-studio.sh); with none, the studio opens the bundled demo model.
+#include "QuitOnSignal.h"
 #include "studio/MainWindow.h"
 #include "studio/StudioLook.h"
 #include "worker/Worker.h"
@@ -142,5 +143,6 @@ int main(int argc, char** argv) {
         if (wh.size() == 2) window.resize(wh[0].toInt(), wh[1].toInt());
     }
     window.show();
+    quitOnTerminateSignals(app);
     return app.exec();
 }

@@ -328,6 +328,14 @@ bool DocumentController::confirmDiscard() {
     return true;
 }
 
+// An edit of the last moments (the autosave waits 300 ms for the next one) is written now: the
+// studio is ending without the questions (a signal), and the recovery file is all that remains.
+void DocumentController::flushAutosave() {
+    if (!autosaveTimer_->isActive()) return;
+    autosaveTimer_->stop();
+    autosave();
+}
+
 void DocumentController::closeCleanly() {
     autosaveTimer_->stop();
     removeRecoveryFile();

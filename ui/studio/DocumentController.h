@@ -53,6 +53,7 @@ public:
     void markCleanPoint();
     bool confirmDiscard();   // asks only when the work differs from the clean point
     void closeCleanly();                // a clean exit: nothing to recover
+    void flushAutosave();               // a pending autosave, written now (ending on a signal)
 
     void markDirty();
     void updateTitle();

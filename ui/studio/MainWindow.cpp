@@ -33,6 +33,7 @@
 
 #include <QAction>
 #include <QCloseEvent>
+#include <QCoreApplication>
 #include <QDir>
 #include <QDockWidget>
 #include <QLabel>
@@ -380,6 +381,7 @@ void MainWindow::wireControllers() {
     connect(document_, &DocumentController::saved, this, &MainWindow::sessionSaved);
     connect(document_, &DocumentController::opened, this, &MainWindow::sessionOpened);
     connect(document_, &DocumentController::autosaved, this, &MainWindow::autosaved);
+    connect(QCoreApplication::instance(), &QCoreApplication::aboutToQuit, document_, &DocumentController::flushAutosave);   // quit on a signal
 
     // Last: its steps settle after the window has shown what each signal brought.
     startup_ = new StartupSequence(options_, {errors_, status_, settings_, models_, images_, steeringCtl_, runs_, document_,
