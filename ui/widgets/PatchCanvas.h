@@ -124,8 +124,15 @@ private:
     void recomputeFromCoverage();
     QRect rubberCells() const;                          // inclusive cell rectangle of a rectangle drag
     void pushEdit(const StrengthGrid& before, const QString& text);
+    // Drawing (PatchCanvasPainting.cpp); r is where the image is drawn.
+    QRectF cellRectIn(const QRectF& r, int row, int col) const;
     void paintEmptyState(QPainter& p);
+    void paintStrength(QPainter& p, const QRectF& r);
     void paintGridLines(QPainter& p, const QRectF& r);
+    void paintStrengthOutline(QPainter& p, const QRectF& r);
+    void paintRubberBand(QPainter& p, const QRectF& r);
+    void paintHighlight(QPainter& p, const QRectF& r);
+    void paintBrushOutline(QPainter& p, const QRectF& r);
     void updateHeightCap();
 
     QPointer<QUndoStack> undo_;
