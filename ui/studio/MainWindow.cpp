@@ -36,6 +36,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QDockWidget>
+#include <QFileInfo>
 #include <QLabel>
 #include <QScrollArea>
 #include <QSplitter>
@@ -513,7 +514,14 @@ void MainWindow::openModel(const QString& directory) { models_->open(directory);
 void MainWindow::openDemoScene() {
     kvsteer::ui::openDemoScene(models_, images_, steeringCtl_, prompt_, steering_);
     // The scene is the studio's, not the person's work: once its vectors (its last part) are in.
-    connect(steeringCtl_, &SteeringController::vectorsReady, document_, &DocumentController::markCleanPoint, Qt::SingleShotConnection);
+    // Checked by path: when they fail to load, the next vectors to arrive are someone's work.
+    const QString demoVectors = QFileInfo(demoScenePaths().vectors).absoluteFilePath();
+    connect(
+        steeringCtl_, &SteeringController::vectorsReady, document_,
+        [this, demoVectors](const VectorsInfo& info) {
+            if (info.fromFile && QFileInfo(info.filePath).absoluteFilePath() == demoVectors) document_->markCleanPoint();
+        },
+        Qt::SingleShotConnection);
 }
 void MainWindow::run() { runs_->run(); }
 

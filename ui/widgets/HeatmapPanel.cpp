@@ -279,7 +279,7 @@ void HeatmapPanel::rebuildMultiples(int layers) {
         multiples_->replot();
         return;
     }
-    const QFont small(font().family(), std::max(7, int(font().pointSizeF() - 1.5)));
+    const QFont small = titleFont();
     const int cols = bestColumns(layers, std::max(100, multiples_->width()), std::max(80, multiples_->height()), multiplesTitleHeight(),
                                  gridRows(), gridCols());
     columns_ = cols;
@@ -329,9 +329,9 @@ void HeatmapPanel::packRows() {
     grid->setRowStretchFactor(mapRows, std::max(0.01, h - mapRows * rowH));
 }
 
-int HeatmapPanel::multiplesTitleHeight() const {
-    return QFontMetrics(QFont(font().family(), std::max(7, int(font().pointSizeF() - 1.5)))).height() + 6;
-}
+// The small maps' titles ("layer 3"): a size smaller than the panel's text, and the height they take.
+QFont HeatmapPanel::titleFont() const { return QFont(font().family(), std::max(7, int(font().pointSizeF() - 1.5))); }
+int HeatmapPanel::multiplesTitleHeight() const { return QFontMetrics(titleFont()).height() + 6; }
 
 void HeatmapPanel::styleFrames() {
     const int rows = std::max(1, gridRows()), cols = std::max(1, gridCols());

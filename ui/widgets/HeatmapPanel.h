@@ -66,6 +66,7 @@ protected:
 private:
     void rebuildMultiples(int layers);
     void packRows();
+    QFont titleFont() const;
     int multiplesTitleHeight() const;
     void styleFrames();
     void applyData();

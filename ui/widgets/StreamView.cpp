@@ -108,8 +108,10 @@ void StreamView::clear() {
     cancelled_ = false;
     finishedU_ = finishedS_ = false;
     note_->hide();
-    unsteeredStatus_->setFullText(QString());
-    steeredStatus_->setFullText(QString());
+    for (ElidedLabel* status : {unsteeredStatus_, steeredStatus_}) {
+        status->setFullText(QString());
+        status->setDescription(QString());   // the last run's speed
+    }
     updateSummary();
 }
 
@@ -121,8 +123,10 @@ void StreamView::beginRun(const RunStarted& info) {
         note_->setText(info.note);
         note_->show();
     }
-    unsteeredStatus_->setFullText(tr("generating…"));
-    steeredStatus_->setFullText(tr("generating…"));
+    for (ElidedLabel* status : {unsteeredStatus_, steeredStatus_}) {
+        status->setFullText(tr("generating…"));
+        status->setDescription(QString());   // the last run's speed
+    }
     updateSummary();
 }
 
