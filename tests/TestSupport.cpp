@@ -90,6 +90,7 @@ std::string newerName(const std::string& n) {
              {"vision_tower.", "model.vision_tower."},
              {"multi_modal_projector.", "model.multi_modal_projector."},
              {"visual.", "model.visual."},                       // Qwen2-VL
+             {"image_newline", "model.image_newline"},           // LLaVA-NeXT
              {"model.", "model.language_model."}})
         if (auto s = swap(from, to); !s.empty()) return s;
     return n;
@@ -262,7 +263,7 @@ ProcessResult runProgram(const std::string& program, const std::vector<std::stri
 
 PrefillAgainstReference prefillAgainstReference(const Model& model, const Prompt& p, const SafeTensorsFile& expected) {
     PrefillAgainstReference d;
-    const at::Tensor features = p.hasImage ? model.encodeImage(p.pixels) : at::Tensor();
+    const at::Tensor features = p.hasImage ? model.encodePromptImage(p) : at::Tensor();
     if (p.hasImage) d.features = relativeDiff(features, expected.tensor("image_features"));
     const at::Tensor embeds = model.embedPrompt(p.ids, features);
     d.embeds = relativeDiff(embeds, expected.tensor("inputs_embeds"));

@@ -8,6 +8,7 @@
 // heatmaps address cells through it.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kvsteer {
 
@@ -23,19 +24,41 @@ struct PatchGrid {
 
 enum class SpanKind { Image, Tokens };
 
-// Where the span's tokens sit in the sequence, and how they map onto the grid: token i (0-based
-// inside the span) is grid cell (i / gridWidth, i % gridWidth).
+// One view of the picture among a span's tokens, for families that show the model one picture
+// several times (LLaVA-NeXT: a base view of the whole picture, then a finer grid stitched from
+// crops). Cell (r, c) is token offset + r * rowStride + c inside the span; a rowStride above
+// `cols` leaves tokens between rows that are no cell (LLaVA-NeXT's image_newline). Where the cell
+// lies on the picture, in fractions of its width and height: x from left + c * cellWidth to
+// left + (c + 1) * cellWidth, y likewise from top.
+struct SpanView {
+    std::string name;   // "base", "crops"
+    int64_t offset = 0;
+    int rows = 0, cols = 0, rowStride = 0;
+    double left = 0, top = 0, cellWidth = 0, cellHeight = 0;
+};
+
+// Where the span's tokens sit in the sequence, and how they map onto the grid. Without views,
+// token i (0-based inside the span) is grid cell (i / gridWidth, i % gridWidth). With views, the
+// grid is the finest view (views.back()), the one strength maps are painted on; every view's
+// cells take the strength of the grid cells they overlap on the picture (cache/SpanCells.h).
 struct VisualSpan {
     int64_t start = -1;
     int64_t length = 0;
     int gridHeight = 0;
     int gridWidth = 0;
     SpanKind kind = SpanKind::Image;
+    std::vector<SpanView> views;
     bool valid() const { return start >= 0 && length > 0; }
     bool isTokenStrip() const { return kind == SpanKind::Tokens; }
+    bool hasViews() const { return !views.empty(); }
     int64_t end() const { return start + length; }
     PatchGrid grid() const { return {gridHeight, gridWidth}; }
-    int64_t positionOfCell(int row, int col) const { return start + int64_t(row) * gridWidth + col; }
+    // The token of grid cell (row, col): in the finest view when there are views.
+    int64_t positionOfCell(int row, int col) const {
+        if (!hasViews()) return start + int64_t(row) * gridWidth + col;
+        const SpanView& v = views.back();
+        return start + v.offset + int64_t(row) * v.rowStride + col;
+    }
 
     // The token strip over the first n prompt tokens (a prompt without an image).
     static VisualSpan tokenStrip(int64_t n) {

@@ -41,7 +41,7 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     prompt_ = prompt;
 
     auto t0 = std::chrono::steady_clock::now();
-    imageFeatures_ = prompt.hasImage ? model_->encodeImage(prompt.pixels) : at::Tensor();
+    imageFeatures_ = prompt.hasImage ? model_->encodePromptImage(prompt) : at::Tensor();
     waitForDevice(model_->format().device);   // a GPU's times count the work, not its launches
     imageEncodeMs_ = msSince(t0);
     if (stopRequested && stopRequested()) return false;
@@ -81,7 +81,7 @@ KVCache Session::prefillPrefix(const Prompt& prompt, int64_t n) const {
     if (n < 1 || n >= int64_t(prompt.ids.size())) throw Error("prefix reuse: the prefix must be a proper part of the prompt");
     if (prompt.hasImage && prompt.span.end() > n) throw Error("prefix reuse: the prefix must hold the whole image");
     const ModelConfig& c = model_->config();
-    const at::Tensor features = prompt.hasImage ? model_->encodeImage(prompt.pixels) : at::Tensor();
+    const at::Tensor features = prompt.hasImage ? model_->encodePromptImage(prompt) : at::Tensor();
     const std::vector<int64_t> ids(prompt.ids.begin(), prompt.ids.begin() + n);
     KVCache prefix(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, n,
                    at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));

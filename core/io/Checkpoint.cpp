@@ -36,6 +36,8 @@ std::string canonicalTensorName(const std::string& n) {
         {"multi_modal_projector.", "projector."},
         {"model.multi_modal_projector.", "projector."},
         {"lm_head.", "lm_head."},
+        {"image_newline", "image_newline"},                 // LLaVA-NeXT's learned row end
+        {"model.image_newline", "image_newline"},
         {"visual.", "vision."},                             // Qwen2-VL (transformers < 4.52)
         {"model.visual.", "vision."},                       // Qwen2-VL (newer transformers); before "model."
         {"model.", "text."},                                // plain Llama / Qwen2, Qwen2-VL's decoder before 4.52

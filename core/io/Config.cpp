@@ -152,6 +152,7 @@ std::string semanticHash(const std::string& canonicalJson) { return fnv1aHex(can
 
 int ModelConfig::imageSeqLength() const {
     if (!hasVision) return 0;
+    if (maxImageTokens > 0) return maxImageTokens;
     return vision.numPatches() + (visionFeatureSelectStrategy == "full" ? 1 : 0);
 }
 

@@ -73,6 +73,9 @@ struct ModelConfig {
     int visionFeatureLayer = -2;
     std::string visionFeatureSelectStrategy = "default";   // "default" drops CLS, "full" keeps it
     std::string projectorHiddenAct = "gelu";
+    // Families whose image tokens follow the picture (LLaVA-NeXT): the most one image can become.
+    // 0: every image becomes the vision tower's grid.
+    int maxImageTokens = 0;
 
     // Number of visual tokens one image becomes in the prompt (576 for LLaVA-1.5).
     int imageSeqLength() const;

@@ -90,6 +90,12 @@ struct PreprocessedImage {
     ImageU8 resized;            // after resize (== input when doResize is false)
     ImageU8 cropped;            // after center crop (== resized when doCenterCrop is false)
     std::vector<float> pixels;  // CHW float32, 3 * cropped.height * cropped.width
+    // Families that show the model several views of one picture (LLaVA-NeXT: a base view, then
+    // crops) keep `views` images of viewSize x viewSize in `pixels`, one after the other, and
+    // the picture's own size; `cropped` is then the picture as the strength map lies on it.
+    int views = 1;
+    int viewSize = 0;
+    int sourceWidth = 0, sourceHeight = 0;
 };
 
 // The full CLIPImageProcessor pipeline for one RGB image. Throws Error for an empty image, a bad

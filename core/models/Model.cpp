@@ -73,7 +73,8 @@ Prompt promptFrom(const Model& model, const std::string& text, bool raw, const P
         }
     }
     if (p.hasImage) {
-        p.span.length = int64_t(layout.gridHeight) * layout.gridWidth;
+        p.span.length = layout.views.empty() ? int64_t(layout.gridHeight) * layout.gridWidth : layout.tokens - layout.gridOffset;
+        p.span.views = layout.views;
         p.span.gridHeight = layout.gridHeight;
         p.span.gridWidth = layout.gridWidth;
     }
@@ -96,8 +97,13 @@ PromptImage prepareImage(const Model& model, const ImageU8& image) {
         throw Error("model " + model.config().name + " is text-only (model_type " + model.config().modelType + "): it cannot take an image");
     PreprocessedImage processed = model.preprocessImage(image);
     PromptImage out;
-    const int64_t h = processed.cropped.height, w = processed.cropped.width;
-    out.pixels = at::from_blob(processed.pixels.data(), {1, 3, h, w}, at::TensorOptions().dtype(at::kFloat)).clone();
+    const bool viewed = processed.views > 1;   // [views, 3, S, S] (LLaVA-NeXT) or [1, 3, H, W]
+    const int64_t n = viewed ? processed.views : 1;
+    const int64_t h = viewed ? processed.viewSize : processed.cropped.height, w = viewed ? processed.viewSize : processed.cropped.width;
+    if (int64_t(processed.pixels.size()) != n * 3 * h * w)
+        throw Error("image processor of " + model.familyName() + ": " + std::to_string(processed.pixels.size()) + " pixel values, expected " +
+                    std::to_string(n * 3 * h * w));
+    out.pixels = at::from_blob(processed.pixels.data(), {n, 3, h, w}, at::TensorOptions().dtype(at::kFloat)).clone();
     processed.pixels = {};
     out.processed = std::make_shared<const PreprocessedImage>(std::move(processed));
     return out;
@@ -138,7 +144,8 @@ std::string Model::describe() const {
     o << "config hash  " << config_.configHash << "  (what vector files made for this model record)\n";
     if (config_.hasVision) {
         o << describeVision();
-        o << "image tokens " << config_.imageSeqLength() << " per image (id " << config_.imageTokenIndex << ")\n";
+        o << "image tokens " << (config_.maxImageTokens > 0 ? "up to " : "") << config_.imageSeqLength() << " per image (id "
+          << config_.imageTokenIndex << ")\n";
     }
     // The template on one line: a newline in it shows as \n (PaliGemma's ends with one).
     std::string prompt;

@@ -59,10 +59,12 @@ enum class PromptAttention {
 
 // Where an image's tokens go: `tokens` ids replace the one <image> placeholder; grid cell
 // (r, c) is token gridOffset + r * gridWidth + c among them.
+// With views (LLaVA-NeXT), the span is all `tokens` and the grid the finest view's (VisualSpan).
 struct ImageLayout {
     int64_t tokens = 0;
     int64_t gridOffset = 0;
     int gridHeight = 0, gridWidth = 0;
+    std::vector<SpanView> views;
 };
 
 class Model {
@@ -96,6 +98,9 @@ public:
     virtual PreprocessedImage preprocessImage(const ImageU8& image) const = 0;
     // pixels [1, 3, H, W] -> image features [tokens, D], exactly what enters the decoder's rows.
     virtual at::Tensor encodeImage(const at::Tensor& pixels) const = 0;
+    // A prompt's image features: what the Session calls. Families whose features depend on more
+    // than the pixels (LLaVA-NeXT: the picture's size) override it.
+    virtual at::Tensor encodePromptImage(const Prompt& prompt) const { return encodeImage(prompt.pixels); }
     virtual PromptAttention promptAttention() const { return PromptAttention::Causal; }
     // The prompt's RoPE positions (Prompt::positionOffset / positionIds): LLaVA counts from 0,
     // PaliGemma from 1. positionRule() says it in words for `inspect`.

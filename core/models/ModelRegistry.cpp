@@ -5,6 +5,8 @@
 #include "models/llava/LlavaConfig.h"
 #include "models/llama3/Llama3Model.h"
 #include "models/llava/LlavaModel.h"
+#include "models/llava_next/LlavaNextConfig.h"
+#include "models/llava_next/LlavaNextModel.h"
 #include "models/paligemma/PaliGemmaConfig.h"
 #include "models/paligemma/PaliGemmaModel.h"
 #include "models/qwen2vl/Qwen2VlConfig.h"
@@ -20,6 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+ModelConfig llavaNextConfig(const std::string& text, const std::string& where) { return parseLlavaNextConfig(text, where).model; }
 ModelConfig paliGemmaConfig(const std::string& text, const std::string& where) { return parsePaliGemmaConfig(text, where).model; }
 ModelConfig qwen2VlConfig(const std::string& text, const std::string& where) { return parseQwen2VlConfig(text, where).model; }
 ModelConfig qwen25VlConfig(const std::string& text, const std::string& where) { return parseQwen25VlConfig(text, where).model; }
@@ -65,6 +68,10 @@ const ModelFamily& familyOf(const std::string& text, const std::string& where) {
 const std::vector<ModelFamily>& modelFamilies() {
     static const std::vector<ModelFamily> families = {
         {"llava", "LLaVA-1.5", true, "CLIP 24x24 grid, \"USER: <image>\\n{q} ASSISTANT:\", causal prompt", parseLlavaConfig, loadAs<LlavaModel>},
+        {"llava_next", "LLaVA-NeXT", true,
+         "CLIP base view 24x24 + the picture's crops at the best of image_grid_pinpoints (unpadded grid, image_newline per row), "
+         "\"USER: <image>\\n{q} ASSISTANT:\" (vicuna) or \"[INST] <image>\\n{q} [/INST]\" (mistral), causal prompt",
+         llavaNextConfig, loadAs<LlavaNextModel>},
         {"llama", "Llama / Llama-3", false,
          "text-only, causal prompt: with tokenizer.model (Llama-2 style) \"USER: {q} ASSISTANT:\"; with only a tokenizer.json "
          "(Llama-3) the checkpoint's chat template, llama3 RoPE scaling",

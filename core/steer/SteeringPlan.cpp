@@ -1,5 +1,7 @@
 #include "steer/SteeringPlan.h"
 
+#include "cache/SpanCells.h"
+
 #include "Error.h"
 #include "Runtime.h"
 #include "models/Model.h"
@@ -196,7 +198,7 @@ std::vector<at::Tensor> applyPlanTo(const Session& session, const SteeringPlan& 
     const at::Tensor spanPositions = session.snapshot().positions(span.start, span.length);   // [rows, N], for prerope
 
     std::vector<at::Tensor> attentionBias(size_t(t.numLayers));
-    const at::Tensor strength = plan.strength.to(at::kCPU).to(at::kFloat).reshape({-1});
+    const at::Tensor strength = strengthPerToken(span, plan.strength);   // [span.length]: views mapped, newlines 0
     const int64_t groups = t.numHeads / t.numKvHeads;
     bool edited = false;   // nothing touched -> nothing to propagate (keeps strength 0 bit-identical)
     // The painted positions and their factors s(p)·c, once per distinct c (a plan has one or two).

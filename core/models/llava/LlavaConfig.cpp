@@ -2,6 +2,8 @@
 
 #include "io/ConfigJson.h"
 
+#include <algorithm>
+
 namespace kvsteer {
 
 using namespace configjson;
@@ -51,13 +53,34 @@ RopeScaling parseRopeScaling(const json& j, const std::string& where) {
     return r;
 }
 
+// MistralConfig's defaults (llava-v1.6-mistral's trimmed text_config leans on them): the Llama
+// decoder with 8 KV heads, a 14336 MLP and a long context.
+TextConfig mistralDefaults() {
+    TextConfig t;
+    t.intermediateSize = 14336;
+    t.numKvHeads = 8;
+    t.headDim = 0;
+    t.maxPositionEmbeddings = 4096 * 32;
+    return t;
+}
+
 TextConfig parseLlama(const json& j, const std::string& where) {
     json rest = j;
     const RopeScaling scaling = parseRopeScaling(j, where);
     rest.erase("rope_scaling");   // handled here; the shared reader refuses rope scaling
-    TextConfig t = parseText(rest, where, llamaDefaults());
+    std::string type = "llama";
+    readKey(j, "model_type", type, where);
+    requireOneOf(type, {"llama", "mistral"}, "model_type", where);
+    TextConfig t = parseText(rest, where, type == "mistral" ? mistralDefaults() : llamaDefaults());
     t.ropeScaling = scaling;
     requireOneOf(t.hiddenAct, {"silu"}, "hidden_act", where);
+    if (type == "mistral") {
+        // Mistral's sliding window (default 4096; llava-v1.6-mistral sets null) only matters past
+        // its length: the context is capped there, so every prompt sees plain causal attention.
+        int64_t window = 4096;
+        if (auto it = j.find("sliding_window"); it != j.end()) window = it->is_null() ? 0 : (readKey(j, "sliding_window", window, where), window);
+        if (window > 0) t.maxPositionEmbeddings = std::min(t.maxPositionEmbeddings, window);
+    }
     return t;
 }
 
@@ -75,7 +98,8 @@ ModelConfig parseLlavaConfig(const std::string& text, const std::string& where) 
         c.configHash = semanticHash(c);
         return c;
     }
-    if (c.modelType != "llava") throw Error(where + ": model_type '" + c.modelType + "' is not a LLaVA or Llama config");
+    if (c.modelType != "llava" && c.modelType != "llava_next")
+        throw Error(where + ": model_type '" + c.modelType + "' is not a LLaVA or Llama config");
 
     c.hasVision = true;
     readKey(j, "image_token_index", c.imageTokenIndex, where);

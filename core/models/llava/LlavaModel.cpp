@@ -1,7 +1,6 @@
 #include "models/llava/LlavaModel.h"
 
 #include "Error.h"
-#include "io/Checkpoint.h"
 #include "models/llava/LlavaConfig.h"
 
 #include <ATen/TensorOperators.h>
@@ -18,29 +17,34 @@ std::shared_ptr<LlavaModel> LlavaModel::load(const std::string& directory, const
     if (!fs::is_directory(directory)) throw Error("model directory " + directory + ": does not exist or is not a directory");
     std::shared_ptr<LlavaModel> m(new LlavaModel());
     const std::string where = "config " + (fs::path(directory) / "config.json").string();
-    Checkpoint ckpt = m->beginLoad(directory, parseLlavaConfig(readConfigJson(directory), where), options);
-    const ModelConfig& c = m->config_;
+    m->loadParts(directory, parseLlavaConfig(readConfigJson(directory), where), options);
+    m->finishLoad();
+    return m;
+}
+
+Checkpoint LlavaModel::loadParts(const std::string& directory, ModelConfig config, const LoadOptions& options) {
+    Checkpoint ckpt = beginLoad(directory, std::move(config), options);
+    const ModelConfig& c = config_;
     if (c.hasVision) {
         const fs::path pre = fs::path(directory) / "preprocessor_config.json";
-        m->imageConfig_ = fs::exists(pre) ? ClipPreprocessConfig::fromJsonFile(pre.string()) : ClipPreprocessConfig{};
-        if (m->imageConfig_.cropWidth != c.vision.imageSize || m->imageConfig_.cropHeight != c.vision.imageSize)
-            throw Error("preprocessor_config.json in " + directory + ": crop size " + std::to_string(m->imageConfig_.cropWidth) + "x" +
-                        std::to_string(m->imageConfig_.cropHeight) + " does not match the vision tower's image_size " +
+        imageConfig_ = fs::exists(pre) ? ClipPreprocessConfig::fromJsonFile(pre.string()) : ClipPreprocessConfig{};
+        if (imageConfig_.cropWidth != c.vision.imageSize || imageConfig_.cropHeight != c.vision.imageSize)
+            throw Error("preprocessor_config.json in " + directory + ": crop size " + std::to_string(imageConfig_.cropWidth) + "x" +
+                        std::to_string(imageConfig_.cropHeight) + " does not match the vision tower's image_size " +
                         std::to_string(c.vision.imageSize));
         VisionTowerSpec clip;   // CLS, pre_layrnorm, no patch bias; read at vision_feature_layer
         clip.layersToRun = c.visionLayersNeeded();
-        m->vision_ = std::make_unique<VisionTransformer>(c.vision, clip, ckpt, m->format_);
-        WeightFormat small = m->format_;
-        small.storage = m->format_.compute;
+        vision_ = std::make_unique<VisionTransformer>(c.vision, clip, ckpt, format_);
+        WeightFormat small = format_;
+        small.storage = format_.compute;
         const int64_t dv = c.vision.hiddenSize, d = c.text.hiddenSize;
-        m->proj1Weight_ = loadWeight(ckpt, "projector.linear_1.weight", {d, dv}, m->format_);
-        m->proj1Bias_ = loadWeight(ckpt, "projector.linear_1.bias", {d}, small);
-        m->proj2Weight_ = loadWeight(ckpt, "projector.linear_2.weight", {d, d}, m->format_);
-        m->proj2Bias_ = loadWeight(ckpt, "projector.linear_2.bias", {d}, small);
+        proj1Weight_ = loadWeight(ckpt, "projector.linear_1.weight", {d, dv}, format_);
+        proj1Bias_ = loadWeight(ckpt, "projector.linear_1.bias", {d}, small);
+        proj2Weight_ = loadWeight(ckpt, "projector.linear_2.weight", {d, d}, format_);
+        proj2Bias_ = loadWeight(ckpt, "projector.linear_2.bias", {d}, small);
     }
-    m->decoder_ = std::make_unique<TransformerDecoder>(c.text, ckpt, m->format_);
-    m->finishLoad();
-    return m;
+    decoder_ = std::make_unique<TransformerDecoder>(c.text, ckpt, format_);
+    return ckpt;
 }
 
 std::string LlavaModel::applyTemplate(const std::string& question, bool withImage) const {

@@ -5,6 +5,7 @@
 // same decoder without the vision half.
 #include "io/Image.h"
 #include "models/Model.h"
+#include "io/Checkpoint.h"
 #include "models/common/VisionTransformer.h"
 
 #include <memory>
@@ -30,8 +31,11 @@ public:
 protected:
     std::string describeVision() const override;
 
-private:
     LlavaModel() = default;
+    // What load does once a config is parsed: tokenizer, memory check, CLIP tower, projector,
+    // decoder. Returns the open checkpoint for what a derived family adds (LLaVA-NeXT's newline).
+    Checkpoint loadParts(const std::string& directory, ModelConfig config, const LoadOptions& options);
+
     ClipPreprocessConfig imageConfig_;
     std::unique_ptr<VisionTransformer> vision_;
     at::Tensor proj1Weight_, proj1Bias_, proj2Weight_, proj2Bias_;

@@ -1,0 +1,101 @@
+#include "cache/SpanCells.h"
+
+#include "Error.h"
+
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvsteer {
+
+namespace {
+
+// Shared edges do not count as overlap: a cell boundary that coincides with another's (in
+// floating point, within this) touches without covering.
+constexpr double kEdge = 1e-9;
+
+const SpanView& gridView(const VisualSpan& span) { return span.views.back(); }
+
+// The grid columns (or rows) a [from, to) stretch of the picture overlaps: first, last inclusive.
+std::pair<int, int> gridRange(double from, double to, double origin, double cell, int count) {
+    const int first = std::max(0, int(std::floor((from - origin) / cell + kEdge)));
+    const int last = std::min(count - 1, int(std::ceil((to - origin) / cell - kEdge)) - 1);
+    return {first, last};
+}
+
+void requireView(const VisualSpan& span, size_t view) {
+    if (view >= viewCount(span))
+        throw Error("span: view " + std::to_string(view) + " does not exist (the span shows " + std::to_string(viewCount(span)) + ")");
+}
+
+} // namespace
+
+size_t viewCount(const VisualSpan& span) { return span.hasViews() ? span.views.size() : 1; }
+
+std::string viewName(const VisualSpan& span, size_t view) {
+    requireView(span, view);
+    return span.hasViews() ? span.views[view].name : "grid";
+}
+
+std::vector<int64_t> gridCellsUnder(const VisualSpan& span, size_t view, int row, int col) {
+    requireView(span, view);
+    if (!span.hasViews() || view + 1 == span.views.size()) return {int64_t(row) * span.gridWidth + col};
+    const SpanView& v = span.views[view];
+    const SpanView& g = gridView(span);
+    const auto [c0, c1] = gridRange(v.left + col * v.cellWidth, v.left + (col + 1) * v.cellWidth, g.left, g.cellWidth, g.cols);
+    const auto [r0, r1] = gridRange(v.top + row * v.cellHeight, v.top + (row + 1) * v.cellHeight, g.top, g.cellHeight, g.rows);
+    std::vector<int64_t> cells;
+    for (int r = r0; r <= r1; ++r)
+        for (int c = c0; c <= c1; ++c) cells.push_back(int64_t(r) * g.cols + c);
+    return cells;
+}
+
+at::Tensor strengthPerToken(const VisualSpan& span, const at::Tensor& strength) {
+    const at::Tensor map = strength.to(at::kCPU).to(at::kFloat).contiguous();
+    if (map.dim() != 2 || map.size(0) != span.gridHeight || map.size(1) != span.gridWidth)
+        throw Error("strength map must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) + "] (the span's grid)");
+    if (!span.hasViews()) return map.reshape({-1});
+    const float* s = map.data_ptr<float>();
+    std::vector<float> out(size_t(span.length), 0.0f);   // newline tokens stay 0
+    for (size_t v = 0; v < span.views.size(); ++v) {
+        const SpanView& view = span.views[v];
+        for (int r = 0; r < view.rows; ++r)
+            for (int c = 0; c < view.cols; ++c) {
+                float strongest = 0.0f;
+                for (int64_t cell : gridCellsUnder(span, v, r, c)) strongest = std::max(strongest, s[cell]);
+                out[size_t(view.offset + int64_t(r) * view.rowStride + c)] = strongest;
+            }
+    }
+    return at::tensor(out, at::kFloat);
+}
+
+at::Tensor viewMap(const VisualSpan& span, const at::Tensor& perToken, size_t view) {
+    requireView(span, view);
+    if (perToken.size(-1) != span.length)
+        throw Error("span: " + std::to_string(perToken.size(-1)) + " values for " + std::to_string(span.length) + " tokens");
+    std::vector<int64_t> shape(perToken.sizes().begin(), perToken.sizes().end() - 1);
+    if (!span.hasViews()) {
+        shape.insert(shape.end(), {span.gridHeight, span.gridWidth});
+        return perToken.reshape(shape);
+    }
+    const SpanView& v = span.views[view];
+    // Rows of rowStride tokens, the first `cols` of each.
+    at::Tensor rows = perToken.narrow(-1, v.offset, int64_t(v.rows) * v.rowStride);
+    std::vector<int64_t> strided = shape;
+    strided.insert(strided.end(), {v.rows, v.rowStride});
+    return rows.reshape(strided).narrow(-1, 0, v.cols);
+}
+
+at::Tensor gridMaskOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1) {
+    at::Tensor mask = at::zeros({span.gridHeight, span.gridWidth}, at::kFloat);
+    if (!span.hasViews()) throw Error("span: picture rectangles need a span with views (LLaVA-NeXT)");
+    const SpanView& g = gridView(span);
+    const auto [c0, c1] = gridRange(x0, x1, g.left, g.cellWidth, g.cols);
+    const auto [r0, r1] = gridRange(y0, y1, g.top, g.cellHeight, g.rows);
+    if (r0 <= r1 && c0 <= c1) mask.narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1).fill_(1.0);
+    return mask;
+}
+
+} // namespace kvsteer

@@ -1,0 +1,34 @@
+#pragma once
+// From a strength map on the span's grid to the span's tokens, and from values per token back to
+// a view's map. For a plain span both are reshapes. For a span with views (LLaVA-NeXT) the map is
+// painted on the finest view; every other view's cell takes the largest strength among the grid
+// cells it overlaps on the picture (any overlap with area counts: a region reaches every cell
+// whose pixels it covers), and tokens that are no cell (image_newline) take 0, so they are never
+// steered.
+#include "cache/VisualSpan.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+namespace kvsteer {
+
+// strength [gridHeight, gridWidth] -> [length] float32 (CPU).
+at::Tensor strengthPerToken(const VisualSpan& span, const at::Tensor& strength);
+
+// values [..., length] (any leading dims) -> [..., rows, cols] of view `view` (0 for a plain span,
+// whose one view is its grid).
+at::Tensor viewMap(const VisualSpan& span, const at::Tensor& perToken, size_t view);
+
+// The grid cells (row-major indices) that cell (row, col) of `view` overlaps on the picture.
+std::vector<int64_t> gridCellsUnder(const VisualSpan& span, size_t view, int row, int col);
+
+// A rectangle on the picture, in fractions of its width and height ([x0, x1) x [y0, y1)), as a
+// strength map on the span's grid: 1 on every grid cell it overlaps.
+at::Tensor gridMaskOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1);
+
+// How many views the span shows (1 for a plain span) and their names ("grid" for a plain span).
+size_t viewCount(const VisualSpan& span);
+std::string viewName(const VisualSpan& span, size_t view);
+
+} // namespace kvsteer
