@@ -296,7 +296,7 @@ std::vector<CommandHelp> build() {
                    "Writes the studio's per-layer heatmaps over the image's grid for a prompt and an optional steering plan",
                    {"--model DIR --image FILE --prompt TEXT [--raw-prompt] (the steer plan options)",
                     "[--metric key-norm|value-norm|key-delta|value-delta|value-cosine|attention]",
-                    "[--head H] [--stream steered|unsteered] [--step N] [--max-new-tokens N]",
+                    "[--head H] [--stream steered|unsteered] [--step N] [--view base|crops] [--max-new-tokens N]",
                     "--out FILE.npy|.csv|.png"},
                    {inputGroup("required", "the image whose grid is mapped"),
                     planGroup(heatmapsPlan()),
@@ -310,6 +310,7 @@ std::vector<CommandHelp> build() {
                        "mean: the mean over heads"},
                       {"--stream steered|unsteered", "which cache the norm, cosine and attention maps read", "steered"},
                       {"--step N", "the decode step (0, 1, ...) whose attention is written", "the last"},
+                      {"--view base|crops", "LLaVA-NeXT: which view of the picture the maps are of", "crops (the grid maps are painted on)"},
                       {"--out FILE",
                        ".npy float32 [layers, grid_h, grid_w], .csv with columns layer,row,col,value, or .png: the "
                        "layers as tiles in rows of 8, each scaled to its own max",

@@ -42,8 +42,20 @@ int headFlag(const CommandLine& cl, int64_t kvHeads) {
 
 } // namespace
 
+// --view NAME: which view of a picture shown in several (LLaVA-NeXT) the maps are of; the
+// span's grid (its finest view) by default.
+static size_t viewFlag(const CommandLine& cl, const VisualSpan& span) {
+    if (!cl.has("view")) return kSpanGrid;
+    std::string names;
+    for (size_t v = 0; v < viewCount(span); ++v) {
+        if (viewName(span, v) == cl.get("view")) return v;
+        names += (names.empty() ? "" : ", ") + viewName(span, v);
+    }
+    throw UsageError("--view " + cl.get("view") + ": this prompt's image has the view" + (viewCount(span) > 1 ? "s " : " ") + names);
+}
+
 int commandHeatmaps(int argc, char** argv) {
-    CommandLine cl(withOptions(withOptions(planOptionNames(), {"metric", "head", "stream", "step", "out"}), modelOptionNames()),
+    CommandLine cl(withOptions(withOptions(planOptionNames(), {"metric", "head", "stream", "step", "out", "view"}), modelOptionNames()),
                    {"propagate", "raw-prompt"});
     cl.parse(argc, argv, 2);
     if (!cl.has("out")) throw UsageError("heatmaps needs --out FILE.npy|.csv|.png");
@@ -73,6 +85,7 @@ int commandHeatmaps(int argc, char** argv) {
     gen.captureAttention = metric == HeatMetric::Attention;
     const Prompt prompt = promptFromOptions(cl, *model);
     const PlanInputs in = planFromOptions(cl, *model, prompt.span, true);
+    const size_t view = viewFlag(cl, prompt.span);
     const bool hasVectors = in.plan.vectors.numLayers() > 0;
     if (hasVectors || cl.has("operator")) echoPlan(in);
     else std::cerr << "plan: none (no --vectors): both streams read the unsteered cache, and the delta maps are zero\n";
@@ -99,10 +112,12 @@ int commandHeatmaps(int argc, char** argv) {
         throw Error("heatmaps: the " + stream + " answer has no step " + std::to_string(wantedStep) + " (it ended after " +
                     std::to_string((steeredRow ? run.pair.steered : run.pair.unsteered).ids.size()) + " tokens)");
     const at::Tensor maps = runHeatmaps(metric, session.snapshot(), run.start.steered.cache, steeredRow, hasVectors ? &in.plan.vectors : nullptr,
-                                        attention.layers, kvHeads, head);
+                                        attention.layers, kvHeads, head, view);
     saveHeatmaps(cl.get("out"), maps);
     std::cerr << "wrote " << cl.get("out") << ": " << heatMetricName(metric) << " of the " << stream << " run, " << maps.size(0) << " layers x "
-              << maps.size(1) << "x" << maps.size(2) << " cells, " << (head < 0 ? std::string("mean over KV heads") : "KV head " + std::to_string(head));
+              << maps.size(1) << "x" << maps.size(2) << " cells";
+    if (prompt.span.hasViews()) std::cerr << " of the " << viewName(prompt.span, view == kSpanGrid ? viewCount(prompt.span) - 1 : view) << " view";
+    std::cerr << ", " << (head < 0 ? std::string("mean over KV heads") : "KV head " + std::to_string(head));
     if (metric == HeatMetric::Attention)
         std::cerr << ", attention of step " << attention.step << " (token " << attention.id << " '" << tokenText(model->tokenizer(), attention.id) << "')";
     std::cerr << "\n";

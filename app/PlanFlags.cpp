@@ -5,7 +5,7 @@
 #include "io/NumberList.h"
 #include "models/ModelRegistry.h"
 #include "steer/LayerRange.h"
-#include "steer/Mask.h"
+#include "steer/SpanMask.h"
 #include "steer/SteeringOperator.h"
 
 #include <ATen/ops/count_nonzero.h>
@@ -84,7 +84,7 @@ PlanInputs planFromOptions(const CommandLine& cl, const Model& model, const Visu
     std::optional<SteeringVectors> vectors;
     if (cl.has("vectors")) vectors = loadSteeringFile(cl.get("vectors"), model, &in.info);
     const PlanOptions o = planOptionsFromFlags(cl, layers);
-    const at::Tensor strength = cl.has("mask") ? loadMask(cl.get("mask"), span.gridHeight, span.gridWidth) : at::Tensor();
+    const at::Tensor strength = cl.has("mask") ? loadSpanMask(cl.get("mask"), span) : at::Tensor();
     in.plan = makePlan(o, vectors ? &*vectors : nullptr, in.info, strength, span, layers);
     in.sources = planSources(cl, in.info, vectors ? &*vectors : nullptr);
     if (operatorNeedsVectors(in.plan.op) && !vectors && !(vectorsOptional && !cl.has("operator"))) throw UsageError("operator '" + operatorName(in.plan.op) + "' needs --vectors FILE");

@@ -9,7 +9,7 @@
 #include "generate/LogProbs.h"
 #include "generate/Session.h"
 #include "steer/Atlas.h"
-#include "steer/Mask.h"
+#include "steer/SpanMask.h"
 #include "steer/PlanOptions.h"
 #include "steer/Recipes.h"
 #include "steer/SteeredRun.h"
@@ -42,9 +42,9 @@ void printNotices(const SteeredRunStart& start) {
     if (start.notices.nothingPainted) std::cerr << "note: the --mask is zero everywhere: the steered answer is the unsteered one\n";
 }
 
-// The grid a region mask is read onto: the span the prompt gives this image (built, not run).
-PatchGrid promptGrid(const CommandLine& cl, const Model& model, const ImageU8& image) {
-    return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), &image).span.grid();
+// The span a region mask is read onto: the one the prompt gives this image (built, not run).
+VisualSpan promptSpan(const CommandLine& cl, const Model& model, const ImageU8& image) {
+    return buildPrompt(model, cl.get("prompt"), cl.has("raw-prompt"), &image).span;
 }
 
 // kvsteer sweep --json: the unsteered answer and every cell (README, "sweep --json").
@@ -109,8 +109,7 @@ int commandExtract(int argc, char** argv) {
     } else if (recipe == "region") {
         if (!cl.has("image") || !cl.has("mask") || !cl.has("prompt")) throw UsageError("region needs --prompt, --image and --mask");
         const ImageU8 image = loadImage(cl.get("image"));
-        const PatchGrid grid = promptGrid(cl, *model, image);
-        vectors = extractRegion(model, cl.get("prompt"), image, loadMask(cl.get("mask"), grid.height, grid.width), options);
+        vectors = extractRegion(model, cl.get("prompt"), image, loadSpanMask(cl.get("mask"), promptSpan(cl, *model, image)), options);
         inputs.update({{"prompt", cl.get("prompt")}, {"image", cl.get("image")}, {"mask", cl.get("mask")}});
     } else if (recipe == "text-pairs") {
         if (!cl.has("pairs")) throw UsageError("text-pairs needs --pairs FILE.jsonl");

@@ -99,7 +99,9 @@ std::string notes(unsigned which, bool full) {
                "grid), a grayscale image of any size (white = 1, area-averaged onto the grid), or a .npy / .safetensors\n"
                "of the grid's shape. Without an image, steering addresses the prompt's tokens (a 1xN strip of the N tokens\n"
                "the cache holds): tokens:A-B,C,last names them (the default is tokens:last, where cache steering puts its\n"
-               "vectors).\n";
+               "vectors). A picture LLaVA-NeXT sees in views also takes px:x0,y0,x1,y1 (its pixels, ends exclusive) and\n"
+               "view:base|crops:r0,c0,r1,c1 (a view's cells); rect: there means the base view's 24x24 cells. Maps lie on\n"
+               "the crops' grid; each view's cell takes the strength of the pixels it covers, newline tokens none.\n";
     if (full && (which & kJsonNote)) out += "With --json, stdout holds only the final JSON object.\n";
     return out;
 }

@@ -109,7 +109,9 @@ int main(int argc, char** argv) {
     o.imagePath = cli.isSet(image) ? cli.value(image) : cli.positionalArguments().value(0);
     o.prompt = cli.value(prompt);
     o.maskSpec = cli.value(mask);
-    if (!o.maskSpec.isEmpty() && !o.maskSpec.startsWith(QLatin1String("rect:")) && !o.maskSpec.startsWith(QLatin1String("tokens:")))
+    const bool form = o.maskSpec.startsWith(QLatin1String("rect:")) || o.maskSpec.startsWith(QLatin1String("tokens:")) ||
+                      o.maskSpec.startsWith(QLatin1String("px:")) || o.maskSpec.startsWith(QLatin1String("view:"));
+    if (!o.maskSpec.isEmpty() && !form)
         o.maskSpec = QFileInfo(o.maskSpec).absoluteFilePath();
     o.vectorsPath = cli.value(vectors);
     o.targetImagePath = cli.value(target);

@@ -123,7 +123,7 @@ private slots:
         expect(runCli(grids), 0, {"wrote"});
         std::vector<std::string> perPosition = grids;
         perPosition.push_back("--per-position");
-        expect(runCli(perPosition), 1, {"grids.jsonl line 2", "grid", "per-position vectors need every pair on one grid"});
+        expect(runCli(perPosition), 1, {"grids.jsonl line 2", "grid", "per-position vectors need every pair on one layout"});
         // A missing mask file is named with its line before any image is encoded.
         writeLines(path("nomask.jsonl"), {"{\"image_a\": \"" + kDemoImage + "\", \"image_b\": \"" + kDemoImage + "\", \"mask\": \"gone.png\"}"});
         expect(runCli({"extract", "--recipe", "image-pairs", "--prompt", "What?", "--pairs", path("nomask.jsonl"), "--out", path("x.safetensors")}),
@@ -131,7 +131,7 @@ private slots:
         writeLines(path("grid.jsonl"), {"{\"image_a\": \"" + images + "red_square_336x336.png\", \"image_b\": \"" + images + "gradient_500x300.png\"}"});
         expect(runCli({"extract", "--model", referenceQwen2VlDir(), "--recipe", "image-pairs", "--prompt", "What is shown?", "--pairs",
                        path("grid.jsonl"), "--out", path("x.safetensors")}),
-               1, {"grid.jsonl line 1", "image A lays out on a"});
+               1, {"grid.jsonl line 1", "image A lays out as a 12x12 grid"});
     }
 
     // steer --json: top-k log-probs per step, the first step's KL, and a target's log-prob.

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 
@@ -88,14 +89,26 @@ at::Tensor viewMap(const VisualSpan& span, const at::Tensor& perToken, size_t vi
     return rows.reshape(strided).narrow(-1, 0, v.cols);
 }
 
-at::Tensor gridMaskOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1) {
-    at::Tensor mask = at::zeros({span.gridHeight, span.gridWidth}, at::kFloat);
+at::Tensor gridCoverageOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1) {
     if (!span.hasViews()) throw Error("span: picture rectangles need a span with views (LLaVA-NeXT)");
     const SpanView& g = gridView(span);
-    const auto [c0, c1] = gridRange(x0, x1, g.left, g.cellWidth, g.cols);
-    const auto [r0, r1] = gridRange(y0, y1, g.top, g.cellHeight, g.rows);
-    if (r0 <= r1 && c0 <= c1) mask.narrow(0, r0, r1 - r0 + 1).narrow(1, c0, c1 - c0 + 1).fill_(1.0);
-    return mask;
+    at::Tensor coverage = at::zeros({g.rows, g.cols}, at::kFloat);
+    float* out = coverage.data_ptr<float>();
+    auto overlap = [](double a0, double a1, double b0, double b1) { return std::max(0.0, std::min(a1, b1) - std::max(a0, b0)); };
+    for (int r = 0; r < g.rows; ++r) {
+        const double top = g.top + r * g.cellHeight;
+        const double oy = overlap(y0, y1, top, top + g.cellHeight) / g.cellHeight;
+        for (int c = 0; c < g.cols; ++c) {
+            const double left = g.left + c * g.cellWidth;
+            out[r * g.cols + c] = float(oy * overlap(x0, x1, left, left + g.cellWidth) / g.cellWidth);
+        }
+    }
+    return coverage;
+}
+
+at::Tensor gridMaskOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1) {
+    // Overlaps thinner than a rounding error are shared edges, not cover.
+    return (gridCoverageOfPictureRect(span, x0, y0, x1, y1) > 1e-6).to(at::kFloat);
 }
 
 } // namespace kvsteer

@@ -18,13 +18,16 @@ at::Tensor strengthPerToken(const VisualSpan& span, const at::Tensor& strength);
 
 // values [..., length] (any leading dims) -> [..., rows, cols] of view `view` (0 for a plain span,
 // whose one view is its grid).
+constexpr size_t kSpanGrid = size_t(-1);   // "the span's grid": the last, finest view
 at::Tensor viewMap(const VisualSpan& span, const at::Tensor& perToken, size_t view);
 
 // The grid cells (row-major indices) that cell (row, col) of `view` overlaps on the picture.
 std::vector<int64_t> gridCellsUnder(const VisualSpan& span, size_t view, int row, int col);
 
-// A rectangle on the picture, in fractions of its width and height ([x0, x1) x [y0, y1)), as a
-// strength map on the span's grid: 1 on every grid cell it overlaps.
+// A rectangle on the picture, in fractions of its width and height ([x0, x1) x [y0, y1)), on the
+// span's grid (a span with views): the fraction of each grid cell it covers, and the mask that is
+// 1 on every grid cell it overlaps.
+at::Tensor gridCoverageOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1);
 at::Tensor gridMaskOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1);
 
 // How many views the span shows (1 for a plain span) and their names ("grid" for a plain span).

@@ -48,6 +48,7 @@ struct VisualSpan {
     int gridWidth = 0;
     SpanKind kind = SpanKind::Image;
     std::vector<SpanView> views;
+    int pictureWidth = 0, pictureHeight = 0;   // with views: the picture's size in pixels
     bool valid() const { return start >= 0 && length > 0; }
     bool isTokenStrip() const { return kind == SpanKind::Tokens; }
     bool hasViews() const { return !views.empty(); }

@@ -1,6 +1,7 @@
 #include "eval/BoxCells.h"
 
 #include "Error.h"
+#include "cache/SpanCells.h"
 
 #include <ATen/ops/zeros.h>
 
@@ -15,6 +16,10 @@ at::Tensor boxStrength(const std::array<double, 4>& box, const ImageU8& original
     if (!prompt.hasImage || !prompt.span.valid()) throw Error(std::string(text) + ": the prompt has no image");
     if (box[0] < 0 || box[1] < 0 || box[2] > original.width || box[3] > original.height || box[0] >= box[2] || box[1] >= box[3])
         throw Error(std::string(text) + " is outside the " + std::to_string(original.width) + "x" + std::to_string(original.height) + " image");
+    // A picture in views (LLaVA-NeXT): the box on the picture, in its fractions, onto the grid.
+    if (prompt.span.hasViews())
+        return gridCoverageOfPictureRect(prompt.span, box[0] / original.width, box[1] / original.height, box[2] / original.width,
+                                         box[3] / original.height);
     // Original pixels -> the resized image -> the crop the grid covers.
     const ImageU8& resized = prompt.image->resized;
     const ImageU8& crop = prompt.image->cropped;

@@ -7,7 +7,7 @@
 #include "generate/LogProbs.h"
 #include "io/Image.h"
 #include "models/Model.h"
-#include "steer/Mask.h"
+#include "steer/SpanMask.h"
 #include "steer/SideBySide.h"
 #include "steer/SteeredRun.h"
 
@@ -198,7 +198,7 @@ private:
         }
         if (item.mask.empty()) return at::Tensor();
         source = "mask " + item.mask;
-        return loadMask(item.mask, prompt.span.gridHeight, prompt.span.gridWidth);
+        return loadSpanMask(item.mask, prompt.span);
     }
 
     // Without them, a steering's: its mask or painted map, else (undefined) the vector file's mask
@@ -206,7 +206,7 @@ private:
     static at::Tensor specStrength(const EvalSteering& steering, const Prompt& prompt, std::string& source) {
         if (!steering.mask.empty()) {
             source = "spec mask " + steering.mask;
-            return loadMask(steering.mask, prompt.span.gridHeight, prompt.span.gridWidth);
+            return loadSpanMask(steering.mask, prompt.span);
         }
         if (steering.strength.defined()) source = "painted map";
         return steering.strength;

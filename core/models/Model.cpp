@@ -40,6 +40,20 @@ ImageLayout Model::imageLayout(const PreprocessedImage&) const {
 
 namespace {
 
+// The span fields an image's layout gives (start left to the prompt).
+VisualSpan spanOfLayout(const ImageLayout& layout, const PreprocessedImage& image) {
+    VisualSpan span;
+    span.length = layout.views.empty() ? int64_t(layout.gridHeight) * layout.gridWidth : layout.tokens - layout.gridOffset;
+    span.gridHeight = layout.gridHeight;
+    span.gridWidth = layout.gridWidth;
+    span.views = layout.views;
+    if (!layout.views.empty()) {
+        span.pictureWidth = image.sourceWidth;
+        span.pictureHeight = image.sourceHeight;
+    }
+    return span;
+}
+
 // buildPrompt's work for an image already through the model's processor (or none).
 Prompt promptFrom(const Model& model, const std::string& text, bool raw, const PromptImage* image) {
     const ModelConfig& config = model.config();
@@ -73,10 +87,9 @@ Prompt promptFrom(const Model& model, const std::string& text, bool raw, const P
         }
     }
     if (p.hasImage) {
-        p.span.length = layout.views.empty() ? int64_t(layout.gridHeight) * layout.gridWidth : layout.tokens - layout.gridOffset;
-        p.span.views = layout.views;
-        p.span.gridHeight = layout.gridHeight;
-        p.span.gridWidth = layout.gridWidth;
+        const int64_t start = p.span.start;
+        p.span = spanOfLayout(layout, *p.image);
+        p.span.start = start;
     }
     model.assignPositions(p);
     if (p.ids.size() < 2) throw Error("prompt: needs at least two tokens (got " + std::to_string(p.ids.size()) + ")");
@@ -107,6 +120,13 @@ PromptImage prepareImage(const Model& model, const ImageU8& image) {
     processed.pixels = {};
     out.processed = std::make_shared<const PreprocessedImage>(std::move(processed));
     return out;
+}
+
+VisualSpan imageSpan(const Model& model, const ImageU8& image) {
+    const PreprocessedImage processed = model.preprocessImage(image);
+    VisualSpan span = spanOfLayout(model.imageLayout(processed), processed);
+    span.start = 0;
+    return span;
 }
 
 Prompt buildPrompt(const Model& model, const std::string& text, bool raw, const ImageU8* image) {

@@ -45,6 +45,9 @@ struct PromptImage {
     at::Tensor pixels;                                     // [1, 3, H, W] float32
 };
 PromptImage prepareImage(const Model& model, const ImageU8& image);
+// The span an image's tokens make, counted from 0 (no prompt around them): its grid and, for a
+// picture shown in views (LLaVA-NeXT), its views. What a mask for that image is read onto.
+VisualSpan imageSpan(const Model& model, const ImageU8& image);
 // buildPrompt for an image prepareImage has made.
 Prompt buildImagePrompt(const Model& model, const std::string& text, bool raw, const PromptImage& image);
 

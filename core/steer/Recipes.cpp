@@ -3,7 +3,8 @@
 #include "Error.h"
 #include "models/Model.h"
 #include "generate/Session.h"
-#include "steer/Mask.h"
+#include "cache/SpanCells.h"
+#include "steer/SpanMask.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
@@ -64,17 +65,49 @@ void requireVision(const Model& model) {
     if (!model.hasVision()) throw Error("recipe: model " + model.config().name + " has no vision tower");
 }
 
-// A pair's cell weights [1, N, 1] on its grid: the mask read onto the grid, or all ones.
+// Weight 1 on every token that is a cell of the span's grid or views, 0 on the others (LLaVA-NeXT's
+// image_newline): [1, N, 1].
+at::Tensor cellTokens(const VisualSpan& span) {
+    return strengthPerToken(span, at::ones({span.gridHeight, span.gridWidth})).reshape({1, -1, 1});
+}
+
+// A pair's weight per token [1, N, 1]: the mask read onto the span (every view of it), or every cell.
 at::Tensor pairWeights(const ImagePair& pair, const VisualSpan& span) {
-    if (pair.mask.empty()) return at::ones({1, span.length, 1});
+    if (pair.mask.empty()) return cellTokens(span);
     at::Tensor w;
     try {
-        w = loadMask(pair.mask, span.gridHeight, span.gridWidth).clamp(0, 1).reshape({1, -1, 1});
+        w = strengthPerToken(span, loadSpanMask(pair.mask, span).clamp(0, 1)).reshape({1, -1, 1});
     } catch (const Error& e) {
         throw Error("recipe image-pairs: " + pair.where + ": " + e.what());
     }
     if (w.sum().item<double>() <= 0) throw Error("recipe image-pairs: " + pair.where + ": the mask " + pair.mask + " paints no cell");
     return w;
+}
+
+std::string layoutText(const VisualSpan& s) {
+    if (!s.hasViews()) return "a " + s.grid().text() + " grid";
+    std::string text;
+    for (const SpanView& v : s.views) text += (text.empty() ? "" : " + ") + v.name + " " + std::to_string(v.rows) + "x" + std::to_string(v.cols);
+    return text;
+}
+
+bool sameLayout(const VisualSpan& a, const VisualSpan& b) {
+    return a.gridHeight == b.gridHeight && a.gridWidth == b.gridWidth && a.length == b.length;
+}
+
+// How many of the span's tokens a pair's difference compares: all of them when both images lay
+// out alike. A picture in views (LLaVA-NeXT) whose two images choose different resolutions
+// compares the base view alone, which every picture has at the same place; per-position vectors
+// cannot be aligned that way and are refused.
+int64_t comparedTokens(const VisualSpan& sa, const VisualSpan& sb, bool perPosition, const std::string& where) {
+    if (sameLayout(sa, sb)) return sa.length;
+    const std::string layouts = "image A lays out as " + layoutText(sa) + " and image B as " + layoutText(sb);
+    if (!sa.hasViews() || !sb.hasViews()) throw Error("recipe image-pairs: " + where + layouts + "; give two images of the same size");
+    if (perPosition)
+        throw Error("recipe image-pairs: " + where + layouts +
+                    "; per-position vectors need one layout: give two images of the same size, or take a mean vector (over the base view)");
+    const SpanView& base = sa.views.front();
+    return base.offset + int64_t(base.rows) * base.rowStride;
 }
 
 } // namespace
@@ -85,7 +118,11 @@ std::vector<ImagePair> loadImagePairs(const std::string& path, const std::string
     const std::filesystem::path folder = std::filesystem::path(path).parent_path();
     // Paths are relative to the pairs file, so a folder of pairs moves as one; a MASK form
     // (rect:..., tokens:...) is not a path.
-    auto isForm = [](const std::string& p) { return p.rfind("rect:", 0) == 0 || p.rfind("tokens:", 0) == 0; };
+    auto isForm = [](const std::string& p) {
+        for (const char* form : {"rect:", "tokens:", "px:", "view:"})
+            if (p.rfind(form, 0) == 0) return true;
+        return false;
+    };
     auto resolve = [&](const std::string& p) { return isForm(p) || std::filesystem::path(p).is_absolute() ? p : (folder / p).string(); };
     std::vector<ImagePair> pairs;
     std::string line;
@@ -100,7 +137,7 @@ std::vector<ImagePair> loadImagePairs(const std::string& path, const std::string
             const std::string a = resolve(j.at("image_a").get<std::string>()), b = resolve(j.at("image_b").get<std::string>());
             // A mask file is read once the pair's grid is known: say now that one is missing.
             if (!pair.mask.empty() && !isForm(pair.mask) && !std::filesystem::exists(pair.mask))
-                throw Error("mask " + pair.mask + ": file not found (a mask file, or a rect: / tokens: form)");
+                throw Error("mask " + pair.mask + ": file not found (a mask file, or a rect: / tokens: / px: / view: form)");
             pair.a = loadImage(a);
             pair.b = loadImage(b);
         } catch (const nlohmann::json::exception& e) {
@@ -133,33 +170,35 @@ SteeringVectors extractImagePairs(std::shared_ptr<const Model> model, const std:
         auto a = prefilled(model, pair.prompt, &pair.a, options.rawPrompt);
         auto b = prefilled(model, pair.prompt, &pair.b, options.rawPrompt);
         const VisualSpan& sa = a->snapshot().visualSpan, &sb = b->snapshot().visualSpan;
-        auto grid = [](const VisualSpan& s) { return std::to_string(s.gridHeight) + "x" + std::to_string(s.gridWidth); };
         const std::string where = pair.where.empty() ? "" : pair.where + ": ";
-        if (sa.gridHeight != sb.gridHeight || sa.gridWidth != sb.gridWidth)   // a family whose grid follows the image size
-            throw Error("recipe image-pairs: " + where + "image A lays out on a " + grid(sa) + " grid and image B on " + grid(sb) +
-                        "; give two images of the same size");
+        // A family whose grid follows the image size: the two must lay out alike (or, in views,
+        // be compared on the base view).
+        const int64_t n = comparedTokens(sa, sb, options.perPosition, where);
         // Per-position vectors keep the grid's layout, so their pairs must share one grid; the
         // mean and PCA directions are one per head, whatever each pair's grid.
         if (i == 0) first = sa;
-        else if (options.perPosition && (sa.gridHeight != first.gridHeight || sa.gridWidth != first.gridWidth))
-            throw Error("recipe image-pairs: " + where + "the images lay out on a " + grid(sa) + " grid, the first pair's on " + grid(first) +
-                        "; per-position vectors need every pair on one grid");
-        const at::Tensor w = pairWeights(pair, sa);
+        else if (options.perPosition && !sameLayout(sa, first))
+            throw Error("recipe image-pairs: " + where + "the images lay out as " + layoutText(sa) + ", the first pair's as " + layoutText(first) +
+                        "; per-position vectors need every pair on one layout");
+        const at::Tensor w = pairWeights(pair, sa).narrow(1, 0, n);
+        if (w.sum().item<double>() <= 0)
+            throw Error("recipe image-pairs: " + where + "the mask " + pair.mask + " paints none of the base view, the part both images share");
         // PCA pools the cells the mask paints above 0.5 (all of them without a mask).
-        const at::Tensor painted = pair.mask.empty() ? at::Tensor() : at::where(w.reshape({-1}) > 0.5)[0];
+        const at::Tensor painted = pair.mask.empty() && !sa.hasViews() ? at::Tensor() : at::where(w.reshape({-1}) > 0.5)[0];
         if (options.pca && painted.defined() && painted.numel() == 0)
             throw Error("recipe image-pairs: " + where + "--pca takes the cells the mask paints above 0.5, and " + pair.mask + " paints none");
         for (int l = 0; l < layers; ++l)
             for (bool keys : {true, false}) {
                 const size_t slot = size_t(2 * l + (keys ? 0 : 1));
-                const at::Tensor diffs = visualKV(*a, l, keys, options.keySpace) - visualKV(*b, l, keys, options.keySpace);   // [H, N, D]
+                const at::Tensor diffs = visualKV(*a, l, keys, options.keySpace).narrow(1, 0, n) -
+                                         visualKV(*b, l, keys, options.keySpace).narrow(1, 0, n);   // [H, n, D]
                 if (options.pca) {
                     pooled[slot].push_back(painted.defined() ? diffs.index_select(1, painted) : diffs);
                     continue;
                 }
                 const at::Tensor delta = options.perPosition ? (diffs * w).contiguous()
-                                         : pair.mask.empty() ? diffs.mean(1)
-                                                             : (diffs * w).sum(1) / w.sum();
+                                         : pair.mask.empty() && !sa.hasViews() ? diffs.mean(1)
+                                                                               : (diffs * w).sum(1) / w.sum();
                 sum[slot] = i == 0 ? delta : sum[slot] + delta;
             }
     }
@@ -185,15 +224,16 @@ SteeringVectors extractRegion(std::shared_ptr<const Model> model, const std::str
     const VisualSpan& span = s->snapshot().visualSpan;
     if (mask.sizes().vec() != std::vector<int64_t>{span.gridHeight, span.gridWidth})
         throw Error("recipe region: mask must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) + "]");
-    const at::Tensor w = mask.to(at::kFloat).clamp(0, 1).reshape({1, -1, 1});   // region weight per position
-    const double inside = w.sum().item<double>(), outside = (1 - w).sum().item<double>();
+    const at::Tensor w = strengthPerToken(span, mask.clamp(0, 1)).reshape({1, -1, 1});   // region weight per position
+    const at::Tensor others = cellTokens(span) - w;   // the rest of the picture's cells (never a newline token)
+    const double inside = w.sum().item<double>(), outside = others.sum().item<double>();
     if (inside <= 0 || outside <= 0) throw Error("recipe region: the mask must cover part of the grid, not none or all of it");
     SteeringVectors v = emptyVectors(*model, options.keySpace);
     v.mask = mask.to(at::kFloat).clone();
     for (int l = 0; l < model->config().text.numLayers; ++l)
         for (bool keys : {true, false}) {
             at::Tensor x = visualKV(*s, l, keys, options.keySpace);       // [H, N, D]
-            at::Tensor rest = (x * (1 - w)).sum(1, true) / outside;        // [H, 1, D]
+            at::Tensor rest = (x * others).sum(1, true) / outside;         // [H, 1, D]
             at::Tensor entry;
             if (options.perPosition) {
                 entry = (w * (x - rest)).contiguous();

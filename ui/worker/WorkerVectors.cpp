@@ -6,6 +6,7 @@
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
 #include "steer/Mask.h"
+#include "steer/SpanMask.h"
 #include "steer/PlanOptions.h"
 #include "steer/Recipes.h"
 #include "steer/SteeringPlan.h"
@@ -228,19 +229,19 @@ std::array<double, 4> boxFromSpec(const QString& spec) {
 void Worker::loadMask(const QString& spec, const QString& prompt) {
     try {
         if (!d->model) throw kvsteer::Error("load a model first: a mask is read onto the model's patch grid");
-        PatchGrid grid{d->info.gridRows, d->info.gridCols};
-        if (!d->model->hasVision())
-            grid = buildPrompt(*d->model, ss(prompt), false, nullptr).span.grid();
-        else if (!d->image.empty()) {   // the open image's own grid (Qwen2-VL's follows each image)
-            const ImageLayout layout = d->model->imageLayout(d->model->preprocessImage(d->image));
-            grid = {layout.gridHeight, layout.gridWidth};
-        }
+        // The open image's own span (Qwen2-VL's grid and LLaVA-NeXT's views follow each image),
+        // the text prompt's token strip, or the model's grid.
+        VisualSpan span;
+        span.gridHeight = d->info.gridRows;
+        span.gridWidth = d->info.gridCols;
+        if (!d->model->hasVision()) span = buildPrompt(*d->model, ss(prompt), false, nullptr).span;
+        else if (!d->image.empty()) span = imageSpan(*d->model, d->image);
         // "box:x0,y0,x1,y1": an eval item's box in the open image's pixels, through the family's
         // resize and crop onto its grid (the Evaluate dock's click-through).
         const bool box = spec.startsWith(QLatin1String("box:"));
         if (box && d->image.empty()) throw kvsteer::Error("a box needs an open image");
         const at::Tensor m = box ? boxStrength(boxFromSpec(spec), d->image, buildPrompt(*d->model, ss(prompt), false, &d->image))
-                                 : kvsteer::loadMask(ss(spec), grid.height, grid.width);
+                                 : loadSpanMask(ss(spec), span);
         Q_EMIT maskLoaded(gridFromTensor(m), spec);
     } catch (...) {
         Q_EMIT maskLoadFailed(spec, describeFailure(tr("reading the mask %1").arg(spec), std::current_exception()));
