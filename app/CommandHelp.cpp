@@ -147,8 +147,9 @@ std::vector<CommandHelp> build() {
                    kModelNote | kPromptNote | kJsonNote));
 
     all.push_back(command("inspect", "Prints the model's family, architecture, sizes, dtypes and prompt template",
-                   {"--model DIR [--system TEXT] [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]"},
-                   {modelGroup("the model to describe")},
+                   {"--model DIR [--image FILE] [--system TEXT] [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]"},
+                   {{"Image", {{"--image FILE", "also say how this image is laid out: its grid and tokens (LLaVA-NeXT: each view)", ""}}},
+                    modelGroup("the model to describe")},
                    kModelNote));
 
     all.push_back(command("vectors",
@@ -422,10 +423,10 @@ std::vector<CommandHelp> build() {
                    kJsonNote));
 
     all.push_back(command("make-random", "Writes a model of a preset's real shapes with random weights (for bench)",
-                   {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b",
+                   {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b|llava-v1.6-vicuna-7b|llava-v1.6-mistral-7b",
                     "--out DIR [--dtype f32|f16|bf16] [--tokenizer-from DIR] [--seed S] [--shard-gb G]"},
                    {{"",
-                     {{"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b",
+                     {{"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b|llava-v1.6-vicuna-7b|llava-v1.6-mistral-7b",
                        "the shapes to copy", "required"},
                       {"--dtype f32|f16|bf16", "the weights' dtype on disk", "f16"},
                       {"--out DIR", "the model directory to write", "required"},
@@ -433,7 +434,7 @@ std::vector<CommandHelp> build() {
                        "where the tokenizer's files come from; llama-3.1-8b needs a directory with Llama-3's "
                        "tokenizer.json (a Llama-3 checkpoint's, or ../shared/reference/tiny-llama3); qwen2.5-vl-7b a Qwen2-VL "
                        "or Qwen2.5-VL directory's vocab.json and merges.txt (../shared/reference/tiny-qwen25vl)",
-                       "the bundled demo model's, for the LLaVA presets"},
+                       "the bundled demo model's, for the LLaVA and LLaVA-NeXT presets"},
                       {"--seed S", "the random weights' seed", "0"},
                       {"--shard-gb G", "the largest shard, in GiB (> 0)", "2"}}}}));
 

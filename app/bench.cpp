@@ -45,7 +45,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: bench [--model DIR]... [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]\n"
     "             [--new-tokens N] [--repeat R] [--eval-images N (default 3; 0 skips eval)] [--study-plans P (default 8)] [--json]\n"
-    "             [--max-pixels N (Qwen: the image budget the memory check assumes; the bench's image is 640x480)]\n";
+    "             [--max-pixels N (Qwen: the image budget the memory check assumes)]\n"
+    "             [--image-size WxH (the synthetic image's size; default 640x480)]\n";
 
 // A deterministic synthetic photo-like image (smooth gradients), so the bench needs no files.
 ImageU8 syntheticImage(int width, int height) {
@@ -220,7 +221,7 @@ void measureEval(const std::shared_ptr<Model>& model, int images, int studyPlans
     fs::remove_all(dir);
 }
 
-Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat, int evalImages, int studyPlans) {
+Row measure(const std::string& dir, const LoadOptions& options, int newTokens, int repeat, int evalImages, int studyPlans, ResizeSize imageSize) {
     Row row;
     LoadOptions o = options;
     o.reserveTokens = newTokens;
@@ -231,7 +232,7 @@ Row measure(const std::string& dir, const LoadOptions& options, int newTokens, i
     row.parameters = model->parameterCount();
     row.loadS = model->loadMs() / 1000.0;
     row.weightBytesPerToken = model->decoder().weightBytesPerToken();
-    const ImageU8 image = syntheticImage(640, 480);
+    const ImageU8 image = syntheticImage(imageSize.width, imageSize.height);
     const bool vision = model->hasVision();
     const Prompt prompt = buildPrompt(*model, "Describe the image in detail.", false, vision ? &image : nullptr);
     row.promptTokens = static_cast<int64_t>(prompt.ids.size());
@@ -500,7 +501,7 @@ void printTargets(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
     try {
-        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "study-plans", "max-pixels"}, {"json"});
+        CommandLine cl({"model", "dtype", "device", "threads", "new-tokens", "repeat", "eval-images", "study-plans", "max-pixels", "image-size"}, {"json"});
         // --model may be repeated: collect them before handing the rest to the parser.
         std::vector<std::string> models;
         std::vector<char*> rest = {argv[0]};
@@ -523,6 +524,11 @@ int main(int argc, char** argv) {
         const int studyPlans = cl.getInt("study-plans", 8);
         if (studyPlans < 1) throw UsageError("--study-plans must be >= 1");
         const bool json = cl.has("json");
+        const std::string sizeText = cl.get("image-size", "640x480");
+        ResizeSize imageSize;
+        if (std::sscanf(sizeText.c_str(), "%dx%d", &imageSize.width, &imageSize.height) != 2 || imageSize.width <= 0 ||
+            imageSize.height <= 0 || imageSize.width > 8192 || imageSize.height > 8192)
+            throw UsageError("--image-size " + sizeText + ": expected WxH, e.g. 672x672 (each side 1..8192)");
 
         setThreads(options.threads);
         std::vector<Row> rows;
@@ -530,12 +536,12 @@ int main(int argc, char** argv) {
         for (const auto& dir : models) {
             Row r;
             if (models.size() == 1) {
-                r = measure(dir, options, newTokens, repeat, evalImages, studyPlans);
+                r = measure(dir, options, newTokens, repeat, evalImages, studyPlans, imageSize);
             } else if (!measureInChild({argv[0], "--model", dir, "--json", "--dtype", options.dtype, "--device", options.device, "--threads",
                                         std::to_string(options.threads), "--new-tokens", std::to_string(newTokens), "--repeat",
                                         std::to_string(repeat), "--eval-images", std::to_string(evalImages),
                                         "--study-plans", std::to_string(studyPlans),
-                                        "--max-pixels", std::to_string(options.maxPixels)},
+                                        "--max-pixels", std::to_string(options.maxPixels), "--image-size", sizeText},
                                        r)) {
                 ++failures;
                 continue;

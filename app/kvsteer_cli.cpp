@@ -16,8 +16,10 @@
 #include "HeatmapsCommand.h"
 #include "Usage.h"
 #include "Error.h"
+#include "cache/SpanCells.h"
 #include "models/ModelRegistry.h"
 #include "models/llava/RandomCheckpoint.h"
+#include "models/llava_next/RandomLlavaNext.h"
 #include "models/qwen25vl/RandomQwen25Vl.h"
 #include "io/SafeTensors.h"
 #include "nn/Linear.h"
@@ -108,10 +110,14 @@ int commandGenerate(int argc, char** argv) {
 }
 
 int commandInspect(int argc, char** argv) {
-    CommandLine cl(modelOptionNames(), {});
+    CommandLine cl(withOptions(modelOptionNames(), {"image"}), {});
     cl.parse(argc, argv, 2);
     auto model = loadModel(cl);
     std::cout << model->describe();
+    if (cl.has("image")) {
+        const ImageU8 image = loadImage(cl.get("image"));
+        std::cout << "image        " << image.width << "x" << image.height << ": " << describeLayout(imageSpan(*model, image)) << "\n";
+    }
     const kernels::ComputeReport compute = kernels::computeReport();
     std::cout << kernels::kernelsLine(compute) << "\n" << kernels::blasLine(compute) << "\n";
     if (const std::string w = kernels::blasWarning(compute); !w.empty()) std::cout << w << "\n";
@@ -122,14 +128,16 @@ int commandMakeRandom(int argc, char** argv) {
     CommandLine cl({"preset", "dtype", "out", "tokenizer-from", "seed", "shard-gb"}, {});
     cl.parse(argc, argv, 2);
     if (!cl.has("preset") || !cl.has("out")) throw UsageError("make-random needs --preset NAME and --out DIR");
-    const bool qwen = cl.get("preset") == kQwen25VlPreset;
+    const bool qwen = cl.get("preset") == kQwen25VlPreset, next = isLlavaNextPreset(cl.get("preset"));
     if (qwen && !cl.has("tokenizer-from"))
         throw UsageError(std::string(kQwen25VlPreset) + " needs --tokenizer-from DIR: a Qwen2-VL or Qwen2.5-VL directory (e.g. ../shared/reference/tiny-qwen25vl)");
     ModelConfig config;
     try {
-        if (!qwen) config = randomPreset(cl.get("preset"));
+        if (!qwen && !next) config = randomPreset(cl.get("preset"));
     } catch (const Error& e) {
-        throw UsageError(std::string("--preset: ") + e.what() + " or " + kQwen25VlPreset);
+        std::string others = kQwen25VlPreset;
+        for (const std::string& n : llavaNextPresetNames()) others += ", " + n;
+        throw UsageError(std::string("--preset: ") + e.what() + " or " + others);
     }
     const c10::ScalarType dtype = parseDtype(cl.get("dtype", "f16"));
     if (dtype == c10::ScalarType::Undefined) throw UsageError("make-random --dtype: expected f32, f16 or bf16 (a new file has no stored dtype to keep)");
@@ -139,6 +147,7 @@ int commandMakeRandom(int argc, char** argv) {
     std::cerr << "writing " << cl.get("preset") << " (" << cl.get("dtype", "f16") << ") to " << cl.get("out") << " ...\n";
     const auto shardBytes = static_cast<int64_t>(shardGb * 1024 * 1024 * 1024);
     if (qwen) writeRandomQwen25Vl(dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
+    else if (next) writeRandomLlavaNext(cl.get("preset"), dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
     else writeRandomCheckpoint(config, dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
     std::cerr << "done\n";
     return 0;

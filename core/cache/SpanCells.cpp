@@ -33,6 +33,17 @@ void requireView(const VisualSpan& span, size_t view) {
 
 } // namespace
 
+std::string describeLayout(const VisualSpan& span) {
+    if (!span.hasViews()) return span.grid().text() + " grid, " + std::to_string(span.length) + " tokens";
+    std::string text;
+    for (const SpanView& v : span.views) {
+        const int64_t first = v.offset, last = v.offset + int64_t(v.rows) * v.rowStride - 1;
+        text += (text.empty() ? "" : " + ") + v.name + " " + std::to_string(v.rows) + "x" + std::to_string(v.cols) +
+                (v.rowStride > v.cols ? ", a newline after each row" : "") + " (tokens " + std::to_string(first) + "-" + std::to_string(last) + ")";
+    }
+    return text + "; maps are painted on the " + span.views.back().name + "' grid";
+}
+
 size_t viewCount(const VisualSpan& span) { return span.hasViews() ? span.views.size() : 1; }
 
 std::string viewName(const VisualSpan& span, size_t view) {

@@ -30,6 +30,10 @@ std::vector<int64_t> gridCellsUnder(const VisualSpan& span, size_t view, int row
 at::Tensor gridCoverageOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1);
 at::Tensor gridMaskOfPictureRect(const VisualSpan& span, double x0, double y0, double x1, double y1);
 
+// The span's layout for people: "24x24 grid, 576 tokens", or per view "base 24x24 (tokens 0-575)
+// + crops 24x40, a newline after each row (tokens 576-1559)".
+std::string describeLayout(const VisualSpan& span);
+
 // How many views the span shows (1 for a plain span) and their names ("grid" for a plain span).
 size_t viewCount(const VisualSpan& span);
 std::string viewName(const VisualSpan& span, size_t view);

@@ -91,6 +91,13 @@ std::string layoutText(const VisualSpan& s) {
     return text;
 }
 
+// A picture in views: which, and how many tokens per-position entries count.
+void recordViews(SteeringVectors& v, const VisualSpan& span) {
+    if (!span.hasViews()) return;
+    v.views = layoutText(span);
+    v.viewTokens = span.length;
+}
+
 bool sameLayout(const VisualSpan& a, const VisualSpan& b) {
     return a.gridHeight == b.gridHeight && a.gridWidth == b.gridWidth && a.length == b.length;
 }
@@ -203,6 +210,7 @@ SteeringVectors extractImagePairs(std::shared_ptr<const Model> model, const std:
             }
     }
     SteeringVectors v = emptyVectors(*model, options.keySpace);
+    recordViews(v, first);
     for (int l = 0; l < layers; ++l)
         for (bool keys : {true, false}) {
             const size_t slot = size_t(2 * l + (keys ? 0 : 1));
@@ -229,6 +237,7 @@ SteeringVectors extractRegion(std::shared_ptr<const Model> model, const std::str
     const double inside = w.sum().item<double>(), outside = others.sum().item<double>();
     if (inside <= 0 || outside <= 0) throw Error("recipe region: the mask must cover part of the grid, not none or all of it");
     SteeringVectors v = emptyVectors(*model, options.keySpace);
+    recordViews(v, span);
     v.mask = mask.to(at::kFloat).clone();
     for (int l = 0; l < model->config().text.numLayers; ++l)
         for (bool keys : {true, false}) {

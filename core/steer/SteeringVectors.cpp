@@ -73,6 +73,10 @@ void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, c
         if (grid.cells() == 0 && vectors.mask.defined() && vectors.mask.dim() == 2)
             grid = {int(vectors.mask.size(0)), int(vectors.mask.size(1))};
         meta["grid"] = {grid.height, grid.width};
+        if (!vectors.views.empty()) {
+            meta["views"] = vectors.views;
+            meta["view_tokens"] = vectors.viewTokens;
+        }
     }
     writeSafeTensors(path, tensors, {{"kvsteer", meta.dump()}});
 }
@@ -130,7 +134,8 @@ json steeringMetadata(const SafeTensorsFile& file, const std::string& where) {
 // The steer.* tensors of `file`, each checked against `model`: float32, a layer of the model,
 // [H_kv, D] or [H_kv, N, D] with N the grid's cells (the model's grid, or `fileGrid` for a family
 // whose grid follows each image), steer.mask of the grid's shape, not both kinds mixed.
-SteeringVectors readSteeringTensors(const SafeTensorsFile& file, const Model& model, const PatchGrid& fileGrid, const std::string& where) {
+SteeringVectors readSteeringTensors(const SafeTensorsFile& file, const Model& model, const PatchGrid& fileGrid, const std::string& where,
+                                    int64_t viewTokens = 0) {
     const ModelConfig& c = model.config();
     const int layers = c.text.numLayers;
     SteeringVectors v;
@@ -140,7 +145,8 @@ SteeringVectors readSteeringTensors(const SafeTensorsFile& file, const Model& mo
     // The grid the file's tensors must fit: the model's, or (grid set by each image) the file's own.
     const bool dynamicGrid = model.hasVision() && model.patchGrid().cells() == 0;
     const PatchGrid grid = dynamicGrid ? fileGrid : model.patchGrid();
-    const int64_t n = grid.cells();
+    // Per-position entries count the grid's cells, or (a picture in views) the span's tokens.
+    const int64_t n = viewTokens > 0 ? viewTokens : grid.cells();
     const bool anyCount = dynamicGrid && n == 0;   // an older file for such a model: checked when applied
     auto check = [&](const std::string& name) {
         at::Tensor t = file.tensor(name);
@@ -217,7 +223,11 @@ SteeringVectors loadSteeringFile(const std::string& path, const Model& model, St
     for (int l : info.layers)
         if (l < 0 || l >= layers) throw Error(where + ": layer " + std::to_string(l) + " in 'layers' is out of range");
 
-    SteeringVectors v = readSteeringTensors(file, model, info.grid, where);
+    const int64_t viewTokens = meta.contains("view_tokens") ? field<int64_t>(meta, "view_tokens", where) : 0;
+    if (viewTokens < 0) throw Error(where + ": metadata field 'view_tokens' must be positive");
+    SteeringVectors v = readSteeringTensors(file, model, info.grid, where, viewTokens);
+    if (meta.contains("views")) v.views = field<std::string>(meta, "views", where);
+    v.viewTokens = viewTokens;
     v.keySpace = parseKeySpace(field<std::string>(meta, "key_space", where));
     if (infoOut) *infoOut = info;
     return v;
@@ -246,6 +256,8 @@ std::string describeSteeringFile(const std::string& path) {
     show("family       ", "family");
     show("model_type   ", "model_type");
     show("grid         ", "grid");
+    show("views        ", "views");
+    show("view tokens  ", "view_tokens");
     show("config hash  ", "config_hash");
     show("layers       ", "num_layers");
     show("key space    ", "key_space");

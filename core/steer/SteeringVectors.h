@@ -31,6 +31,10 @@ struct SteeringVectors {
     std::vector<at::Tensor> values;
     KeySpace keySpace = KeySpace::PostRope;
     at::Tensor mask;                  // [grid_h, grid_w] float32: the region the recipe used (may be undefined)
+    // Made on a picture shown in views (LLaVA-NeXT): their names and grids ("base 24x24 + crops
+    // 24x40") and the span's tokens, which per-position entries count (newlines included).
+    std::string views;
+    int64_t viewTokens = 0;
 
     int numLayers() const { return static_cast<int>(keys.size()); }
     bool perPosition() const;         // entries are [H_kv, N, D]

@@ -242,8 +242,10 @@ void MainWindow::wirePanes() {
         editChanged();
     });
     connect(canvas_, &PatchCanvas::hoverCell, this, [this](int r, int c, float v) {
-        status_->showHover(r < 0 ? QString()
-                                 : tr("row %1, col %2 · token %3 · strength %4").arg(r).arg(c).arg(r * canvas_->strength().cols + c).arg(v, 0, 'f', 2));
+        // A picture in views: the canvas's cell is one of several tokens it reaches (no one index).
+        const QString cell = status_->showsViews() ? tr("crops row %1, col %2").arg(r).arg(c)
+                                                   : tr("row %1, col %2 · token %3").arg(r).arg(c).arg(r * canvas_->strength().cols + c);
+        status_->showHover(r < 0 ? QString() : tr("%1 · strength %2").arg(cell).arg(v, 0, 'f', 2));
     });
     connect(canvas_, &PatchCanvas::imageFileDropped, this, &MainWindow::openImageFile);
     connect(canvas_, &PatchCanvas::imageDropped, this, [this](const QImage& img) { images_->openImage(img, tr("dropped image")); });
@@ -412,16 +414,21 @@ void MainWindow::onModelLoaded(const ModelInfo& info) {
 }
 
 void MainWindow::onImageShown(const ImageInfo& info, bool newImage) {
+    status_->showViews(info.views);   // before the grid, which names them
+    heatmaps_->setViews(info.views);
     if (info.gridRows > 0) canvas_->setGridSize(info.gridRows, info.gridCols);   // the grid this image is laid out on
     canvas_->setImage(info.crop, info.name);
-    imageHeader_->setText(tr("<b>%1</b> <span style='color:#8a929c'>%2×%3 → %4×%5 as the model sees it · %6×%7 patches</span>")
+    // A picture in views (LLaVA-NeXT): the canvas is its crops' grid; the base view takes its
+    // strength from the cells it covers.
+    const QString grid = info.views.size() > 1 ? tr("views %1, painted on the last").arg(info.views.join(QStringLiteral(" + ")))
+                                               : tr("%1×%2 patches").arg(canvas_->strength().rows).arg(canvas_->strength().cols);
+    imageHeader_->setText(tr("<b>%1</b> <span style='color:#8a929c'>%2×%3 → %4×%5 as the model sees it · %6</span>")
                               .arg(info.name.toHtmlEscaped())
                               .arg(info.originalWidth)
                               .arg(info.originalHeight)
                               .arg(info.crop.width())
                               .arg(info.crop.height())
-                              .arg(canvas_->strength().rows)
-                              .arg(canvas_->strength().cols));
+                              .arg(grid));
     if (newImage) {
         runs_->forgetRun();
         atlas_->invalidate();

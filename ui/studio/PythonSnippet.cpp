@@ -26,23 +26,26 @@ struct Family {
     PromptKind prompt;
     bool prefixLm;            // the prompt attends to itself both ways (PaliGemma)
     bool mrope;               // M-RoPE positions, passed explicitly (Qwen2-VL, Qwen2.5-VL)
+    bool anyres = false;      // the picture in views, the map on the crops' grid (LLaVA-NeXT)
     const char* about;        // the family's prompt and positions, for a comment
 };
 
 constexpr Family kFamilies[] = {
-    {"LLaVA-1.5", "LlavaForConditionalGeneration", "image_token_index", PromptKind::StudioTemplate, false, false,
+    {"LLaVA-1.5", "LlavaForConditionalGeneration", "image_token_index", PromptKind::StudioTemplate, false, false, false,
      "causal prompt, positions 0, 1, 2, ...; the image's tokens where <image> is"},
-    {"PaliGemma", "PaliGemmaForConditionalGeneration", "image_token_index", PromptKind::Question, true, false,
+    {"LLaVA-NeXT", "LlavaNextForConditionalGeneration", "image_token_index", PromptKind::StudioTemplate, false, false, true,
+     "causal prompt, positions 0, 1, 2, ...; the picture as a base view, then its crops (below)"},
+    {"PaliGemma", "PaliGemmaForConditionalGeneration", "image_token_index", PromptKind::Question, true, false, false,
      "prefix-LM prompt (it attends to itself both ways), image tokens first, positions 1, 2, 3, ..."},
-    {"Qwen2-VL", "Qwen2VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true,
+    {"Qwen2-VL", "Qwen2VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true, false,
      "causal prompt, M-RoPE positions (given explicitly below)"},
-    {"Qwen2.5-VL", "Qwen2_5_VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true,
+    {"Qwen2.5-VL", "Qwen2_5_VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true, false,
      "causal prompt, M-RoPE positions (given explicitly below; an image's are Qwen2-VL's)"},
-    {"Qwen2", "AutoModelForCausalLM", nullptr, PromptKind::ChatTemplate, false, false,
+    {"Qwen2", "AutoModelForCausalLM", nullptr, PromptKind::ChatTemplate, false, false, false,
      "text only, causal prompt; the plan steers the prompt's own tokens (the token strip)"},
-    {"Llama-3", "AutoModelForCausalLM", nullptr, PromptKind::ChatTemplate, false, false,
+    {"Llama-3", "AutoModelForCausalLM", nullptr, PromptKind::ChatTemplate, false, false, false,
      "text only, causal prompt; the plan steers the prompt's own tokens (the token strip)"},
-    {"Llama", "AutoModelForCausalLM", nullptr, PromptKind::UserAssistant, false, false,
+    {"Llama", "AutoModelForCausalLM", nullptr, PromptKind::UserAssistant, false, false, false,
      "text only (Llama-2 style), causal prompt; the plan steers the prompt's own tokens (the token strip)"},
 };
 
@@ -105,7 +108,8 @@ struct PromptLines {
 };
 
 PromptLines promptLines(const Family& f, const SnippetInputs& in) {
-    const QString openImage = QStringLiteral("inputs = processor(images=Image.open(image_path).convert(\"RGB\"), text=prompt, return_tensors=\"pt\")\n");
+    const QString openImage = QStringLiteral("image = Image.open(image_path).convert(\"RGB\")\n"
+                                             "inputs = processor(images=image, text=prompt, return_tensors=\"pt\")\n");
     switch (f.prompt) {
     case PromptKind::StudioTemplate: {
         QString prompt = in.model.promptTemplate;
@@ -126,6 +130,37 @@ PromptLines promptLines(const Family& f, const SnippetInputs& in) {
     }
     return {};
 }
+
+// LLaVA-NeXT: the per-token strength of the painted map, the layout computed as the processor and
+// the model make it (kvsteer's models/llava_next/AnyresGrid, cache/SpanCells).
+constexpr char kAnyres[] = R"PY(# LLaVA-NeXT sees the picture twice: a base view (g × g cells), then its crops stitched as one grid, "unpadded", each
+# row followed by an image_newline token. The map is painted on the crops' grid; a base cell takes the largest
+# strength among the crop cells it overlaps on the picture; newline tokens take none. The layout, as the processor makes it:
+W, H = image.size
+view = model.config.vision_config.image_size
+g, cell = view // model.config.vision_config.patch_size, model.config.vision_config.patch_size
+def keeps(pin):                                       # select_best_resolution: most of the picture kept, then least waste
+    sc = min(pin[1] / W, pin[0] / H)
+    kept = min(int(W * sc) * int(H * sc), W * H)
+    return kept, -(pin[0] * pin[1] - kept)
+best_h, best_w = max(model.config.image_grid_pinpoints, key=keeps)
+sw, sh = best_w / W, best_h / H                       # the picture fitted inside the pinpoint, then padded evenly
+fit_w, fit_h = (best_w, min(math.ceil(H * sw), best_h)) if sw < sh else (min(math.ceil(W * sh), best_w), best_h)
+pad_x, pad_y = (best_w - fit_w) // 2, (best_h - fit_h) // 2
+gh, gw = best_h // view * g, best_w // view * g       # the crops' grid, then unpadded as the model does
+off_r = (gh - H * gw // W) // 2 if W * gh > gw * H else 0
+off_c = 0 if W * gh > gw * H else (gw - W * gh // H) // 2
+rows, cols = gh - 2 * off_r, gw - 2 * off_c
+assert tuple(mask.shape) == (rows, cols), "the painted map is not this picture's crop grid"
+base = torch.zeros(g, g)
+for r, c in mask.nonzero().tolist():                  # a painted crop cell, on the picture in its fractions
+    y0, y1 = ((r + off_r) * cell - pad_y) / fit_h, ((r + off_r + 1) * cell - pad_y) / fit_h
+    x0, x1 = ((c + off_c) * cell - pad_x) / fit_w, ((c + off_c + 1) * cell - pad_x) / fit_w
+    i0, i1 = max(0, math.floor(y0 * g + 1e-9)), min(g, math.ceil(y1 * g - 1e-9))
+    j0, j1 = max(0, math.floor(x0 * g + 1e-9)), min(g, math.ceil(x1 * g - 1e-9))
+    base[i0:i1, j0:j1] = base[i0:i1, j0:j1].clamp(min=float(mask[r, c]))
+s = torch.cat([base.flatten(), torch.cat([mask, torch.zeros(rows, 1)], 1).flatten()])   # one strength per image token
+)PY";
 
 // M-RoPE (Qwen2-VL): one image's positions as the model numbers them, passed explicitly because
 // transformers versions derive them (and the decoding offset) in different places.
@@ -271,6 +306,7 @@ QString pythonSnippet(const SnippetInputs& in) {
     const PromptLines prompt = promptLines(f, in);
 
     s += QStringLiteral("# %1: %2\n").arg(in.model.family, QLatin1String(f.about));
+    if (f.anyres) s += QStringLiteral("import math\n");
     s += QStringLiteral("import torch\n");
     if (!strip) s += QStringLiteral("from PIL import Image\n");
     if (vectors) s += QStringLiteral("from safetensors import safe_open\n");
@@ -309,8 +345,9 @@ QString pythonSnippet(const SnippetInputs& in) {
     else
         s += QStringLiteral("span = (ids[0] == model.config.%1).nonzero().flatten()%2# the image's positions, row-major over the grid\n")
                  .arg(QLatin1String(f.imageToken), QString(std::max(1, 28 - int(std::strlen(f.imageToken))), QLatin1Char(' ')));
-    s += text("s = mask.flatten()                                                              # one strength per span position\n"
-              "assert s.numel() == span.numel(), \"the painted map does not fit this prompt (another grid or tokenization)\"\n");
+    if (f.anyres) s += text(kAnyres);
+    else s += text("s = mask.flatten()                                                              # one strength per span position\n");
+    s += text("assert s.numel() == span.numel(), \"the painted map does not fit this prompt (another grid or tokenization)\"\n");
     if (f.mrope) s += text(kMRope);
 
     s += QLatin1Char('\n');

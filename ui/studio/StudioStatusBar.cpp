@@ -93,8 +93,15 @@ void StudioStatusBar::showModel(const ModelInfo& model, bool loading, const QStr
 // (a 500×300 image on Qwen2-VL: 10×18), a text prompt's token strip, else the family's.
 void StudioStatusBar::showGrid(int rows, int cols) {
     gridRows_ = rows;
+    gridCols_ = cols;
     gridText_ = rows <= 0 ? QString() : rows == 1 ? tr(" · %n token(s)", nullptr, cols) : tr(" · %1×%2 patches").arg(rows).arg(cols);
+    if (rows > 1 && views_.size() > 1) gridText_ = QStringLiteral(" · ") + views_.join(QStringLiteral(" + "));
     if (valid_) model_->setFullText(modelText_ + gridText_);
+}
+
+void StudioStatusBar::showViews(const QStringList& views) {
+    views_ = views;
+    showGrid(gridRows_, gridCols_);
 }
 
 QString StudioStatusBar::modelText() const { return model_->fullText(); }

@@ -25,6 +25,9 @@ public:
     void showHover(const QString& text);
     void showModel(const ModelInfo& model, bool loading, const QString& loadingDirectory);
     void showGrid(int rows, int cols);   // the canvas's grid (rows 1: a text prompt's tokens)
+    // A picture in views (LLaVA-NeXT): named with their grids instead ("base 24×24", "crops 24×40").
+    void showViews(const QStringList& views);
+    bool showsViews() const { return views_.size() > 1; }
     QString modelText() const;           // what the model field says (for tests)
     void showProgress(const QString& stage, int value, int maximum);
     void hideProgress();
@@ -40,7 +43,8 @@ private:
     ElidedLabel* threads_ = nullptr;
     ElidedLabel* memory_ = nullptr;
     QString modelText_, gridText_;
-    int gridRows_ = 0;
+    int gridRows_ = 0, gridCols_ = 0;
+    QStringList views_;
     bool valid_ = false;
     QTimer* memoryTimer_ = nullptr;
 };

@@ -61,6 +61,9 @@ struct ImageInfo {
     int originalHeight = 0;
     int gridRows = 0;        // the image's patch grid under the loaded model (0 before a model)
     int gridCols = 0;
+    // A picture the model sees in several views (LLaVA-NeXT): each view's name and grid, in
+    // token order ("base 24×24", "crops 24×40"); the canvas paints the last. Empty otherwise.
+    QStringList views;
 };
 
 // ---- steering plan -----------------------------------------------------------------------
@@ -115,6 +118,7 @@ struct HeatmapSettings {
     Metric metric = Metric::Attention;
     int head = -1;                    // KV head, -1 = mean over heads
     bool steeredRow = true;           // which stream's cache / attention
+    int view = -1;                    // a picture in views: which (0 the base view, ...); -1 the painted grid's
 };
 
 struct HeatmapData {
@@ -124,6 +128,8 @@ struct HeatmapData {
     bool steeredRow = true;
     int step = -1;                    // decoding step of an attention map (-1: cache statistic)
     QString token;                    // the token whose attention this is
+    int view = -1;                    // as HeatmapSettings::view: -1 (or a plain grid) is the canvas's grid
+    QString viewName;                 // "base", "crops"; empty for a plain grid
     int layers = 0;
     int rows = 0;
     int cols = 0;

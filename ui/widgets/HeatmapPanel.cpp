@@ -72,6 +72,13 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     bar->addWidget(labelled(tr("Metric"), metric_));
     bar->addWidget(labelled(tr("Head"), head_));
     bar->addWidget(labelled(tr("Stream"), stream_));
+    view_ = new QComboBox(this);
+    view_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    view_->setToolTip(tr("LLaVA-NeXT sees the picture twice: squashed into the base view, and finer in crops stitched as the picture "
+                         "(the grid the canvas paints on)"));
+    viewGroup_ = labelled(tr("View"), view_);
+    viewGroup_->hide();
+    bar->addWidget(viewGroup_);
     bar->addWidget(perLayerRange_);
     bar->addWidget(save);
     outer->addLayout(bar);
@@ -110,64 +117,7 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
         p->setNotAntialiasedElements(QCP::aeAll);
     }
 
-    // The large map: one axis rect, a colour scale beside it.
-    detail_->plotLayout()->clear();
-    detailTitle_ = new QCPTextElement(detail_, tr("No data yet"), QFont(font().family(), int(font().pointSizeF() + 0.5), QFont::DemiBold));
-    detail_->plotLayout()->addElement(0, 0, detailTitle_);
-    body_ = new QCPLayoutGrid;   // map + colour scale; padded so the map stays square
-    detail_->plotLayout()->addElement(1, 0, body_);
-    body_->setAutoMargins(QCP::msNone);
-    body_->setMargins(QMargins(0, 0, 0, 0));
-    auto* rect = new QCPAxisRect(detail_, true);
-    body_->addElement(0, 0, rect);
-    scale_ = new QCPColorScale(detail_);
-    body_->addElement(0, 1, scale_);
-    scale_->setType(QCPAxis::atRight);
-    scale_->setBarWidth(12);
-    scale_->axis()->setTickLabelFont(QFont(font().family(), std::max(7, int(font().pointSizeF() - 1))));
-    auto* group = new QCPMarginGroup(detail_);
-    rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-    scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-    detail_->xAxis = rect->axis(QCPAxis::atBottom);
-    detail_->yAxis = rect->axis(QCPAxis::atLeft);
-    for (QCPAxis* a : rect->axes()) {
-        a->grid()->setVisible(false);
-        a->setTickLabelFont(QFont(font().family(), std::max(7, int(font().pointSizeF() - 1))));
-    }
-    detail_->yAxis->setRangeReversed(true);
-    detail_->xAxis->setLabel(tr("column"));
-    detail_->yAxis->setLabel(tr("row"));
-    detail_->xAxis->setLabelFont(font());
-    detail_->yAxis->setLabelFont(font());
-    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
-    detail_->xAxis->setTicker(ticker);
-    detail_->yAxis->setTicker(ticker);
-    fitDetailAxes();
-    detailMap_ = new QCPColorMap(detail_->xAxis, detail_->yAxis);
-    detailMap_->setInterpolate(false);
-    detailMap_->setTightBoundary(false);
-    detailMap_->setColorScale(scale_);
-    detailMap_->setGradient(sequentialGradient());
-    marker_ = new QCPItemRect(detail_);
-    marker_->setClipAxisRect(rect);
-    marker_->topLeft->setAxes(detail_->xAxis, detail_->yAxis);
-    marker_->bottomRight->setAxes(detail_->xAxis, detail_->yAxis);
-    marker_->setPen(QPen(QColor(0x00, 0xB4, 0xD8), 2.5));
-    marker_->setBrush(Qt::NoBrush);
-    marker_->setVisible(false);
-    // Square cells in the large map: pad the plot layout so the axis rect has the grid's shape.
-    connect(detail_, &QCustomPlot::afterLayout, this, [this] {
-        QCPAxisRect* r = detail_->axisRect();
-        const QMargins m = body_->margins();
-        const int w0 = r->width() + m.left() + m.right(), h0 = r->height() + m.top() + m.bottom();   // unpadded
-        const double aspect = gridRows() * cellHeightOverWidth(gridRows(), gridCols()) / std::max(1, gridCols());   // height over width
-        const int w = std::min(w0, int(h0 / aspect)), h = std::min(h0, int(w0 * aspect));
-        const int padH = std::max(0, w0 - w), padV = std::max(0, h0 - h);
-        const QMargins want(padH / 2, 0, padH - padH / 2, padV);
-        if (want == m) return;
-        body_->setMargins(want);
-        QTimer::singleShot(0, detail_, [this] { detail_->replot(); });
-    });
+    buildDetail();
     connect(multiples_, &QCustomPlot::afterLayout, this, [this] {
         for (QCPAxisRect* r : rects_) squareCells(r, gridRows(), gridCols());
     });
@@ -193,6 +143,7 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
     connect(metric_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
     connect(head_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
     connect(stream_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
+    connect(view_, qOverload<int>(&QComboBox::currentIndexChanged), this, emitSettings);
     connect(perLayerRange_, &QCheckBox::toggled, this, [this](bool on) {
         perLayer_[metric_->currentData().toInt()] = on;
         pending_ = true;
@@ -235,7 +186,24 @@ HeatmapSettings HeatmapPanel::settings() const {
     s.metric = Metric(metric_->currentData().toInt());
     s.head = head_->currentData().isValid() ? head_->currentData().toInt() : -1;
     s.steeredRow = stream_->currentData().toBool();
+    s.view = view_->count() > 0 ? view_->currentData().toInt() : -1;
     return s;
+}
+
+void HeatmapPanel::setViews(const QStringList& views) {
+    const int wanted = view_->count() > 0 ? view_->currentData().toInt() : -1;
+    {
+        const QSignalBlocker block(view_);
+        view_->clear();
+        if (views.size() > 1) {
+            // The canvas's grid first: it is what the canvas and the maps share cell for cell.
+            view_->addItem(tr("%1 (as painted)").arg(views.last()), -1);
+            for (int i = 0; i + 1 < views.size(); ++i) view_->addItem(views[i], i);
+            view_->setCurrentIndex(std::max(0, view_->findData(wanted)));
+        }
+    }
+    viewGroup_->setVisible(views.size() > 1);
+    if (!blockSignals_ && wanted != settings().view) Q_EMIT settingsChanged(settings());
 }
 
 void HeatmapPanel::setSettings(const HeatmapSettings& s) {
@@ -244,6 +212,7 @@ void HeatmapPanel::setSettings(const HeatmapSettings& s) {
     const int h = head_->findData(s.head);
     head_->setCurrentIndex(h >= 0 ? h : 0);
     stream_->setCurrentIndex(s.steeredRow ? 0 : 1);
+    if (const int v = view_->findData(s.view); v >= 0) view_->setCurrentIndex(v);
     stream_->setEnabled(s.metric != Metric::KeyDelta && s.metric != Metric::ValueDelta);
     blockSignals_ = false;
     Q_EMIT settingsChanged(settings());
@@ -406,38 +375,8 @@ void HeatmapPanel::applyData() {
     Q_EMIT updated();
 }
 
-void HeatmapPanel::refreshDetail() {
-    if (!data_.valid() || maps_.isEmpty()) return;
-    const int l = std::clamp(selected_, 0, data_.layers - 1);
-    QCPColorMap* src = maps_[l];
-    *detailMap_->data() = *src->data();
-    detailMap_->setVisible(true);
-    fitDetailAxes();
-    detailMap_->setGradient(src->gradient());
-    detailMap_->setDataRange(src->dataRange());
-    scale_->setGradient(src->gradient());
-    scale_->setDataRange(src->dataRange());
-    detailTitle_->setText(tr("Layer %1 · %2").arg(l).arg(metricTitle(data_.metric)));
-    if (markRow_ >= 0) {
-        marker_->topLeft->setCoords(markCol_ - 0.5, markRow_ - 0.5);
-        marker_->bottomRight->setCoords(markCol_ + 0.5, markRow_ + 0.5);
-        marker_->setVisible(true);
-    } else {
-        marker_->setVisible(false);
-    }
-    detail_->replot(QCustomPlot::rpQueuedReplot);
-}
-
 // The large map's axes span the grid, with about eight labelled ticks whatever its size (every
 // 2nd row of 16, every 4th of 24, every 8th of 64).
-void HeatmapPanel::fitDetailAxes() {
-    const int rows = std::max(1, gridRows()), cols = std::max(1, gridCols());
-    detail_->xAxis->setRange(-0.5, cols - 0.5);
-    detail_->yAxis->setRange(-0.5, rows - 0.5);
-    int step = 1;
-    while (std::max(rows, cols) / step > 8) step *= 2;
-    for (QCPAxis* a : {detail_->xAxis, detail_->yAxis}) qSharedPointerCast<QCPAxisTickerFixed>(a->ticker())->setTickStep(step);
-}
 
 void HeatmapPanel::updateCaption() {
     if (!data_.valid()) {
@@ -452,6 +391,7 @@ void HeatmapPanel::updateCaption() {
         caption_->setFullText(tr("The cache after the edit, before decoding"));
     }
     QString what = headText(data_.head);
+    if (!data_.viewName.isEmpty()) what = tr("%1 view, ").arg(data_.viewName) + what;
     if (data_.metric != Metric::KeyDelta && data_.metric != Metric::ValueDelta)
         what += data_.steeredRow ? tr(", steered stream") : tr(", unsteered stream");
     caption_->setFullText(caption_->fullText() + QStringLiteral(" · ") + what);
@@ -521,23 +461,8 @@ void HeatmapPanel::onMultiplesClick(QMouseEvent* event) {
     int r = 0, c = 0;
     if (cellAt(rect, event->position(), &r, &c)) {
         markCell(r, c);
-        Q_EMIT cellClicked(r, c);
+        if (data_.view < 0) Q_EMIT cellClicked(r, c);   // another view's cells are not the canvas's
     }
-}
-
-void HeatmapPanel::onDetailMove(QMouseEvent* event) {
-    int r = 0, c = 0;
-    if (cellAt(detail_->axisRect(), event->position(), &r, &c) && detail_->axisRect()->rect().contains(event->position().toPoint()))
-        showHover(std::clamp(selected_, 0, data_.layers - 1), r, c, event->globalPosition().toPoint());
-    else QToolTip::hideText();
-}
-
-void HeatmapPanel::onDetailClick(QMouseEvent* event) {
-    int r = 0, c = 0;
-    if (!cellAt(detail_->axisRect(), event->position(), &r, &c)) return;
-    if (!detail_->axisRect()->rect().contains(event->position().toPoint())) return;
-    markCell(r, c);
-    Q_EMIT cellClicked(r, c);
 }
 
 bool HeatmapPanel::eventFilter(QObject* watched, QEvent* event) {

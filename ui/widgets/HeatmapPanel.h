@@ -39,6 +39,9 @@ public:
     int columns() const { return columns_; }   // of small multiples, as laid out now
     HeatmapSettings settings() const;
     void setSettings(const HeatmapSettings& s);
+    // A picture in views (LLaVA-NeXT): their names ("base 24×24", ...), the canvas's last; the
+    // View box shows only with two or more.
+    void setViews(const QStringList& views);
     int selectedLayer() const { return selected_; }
     const HeatmapData& data() const { return data_; }
     int updateCount() const { return updates_; }
@@ -64,6 +67,7 @@ protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
+    void buildDetail();   // HeatmapPanelDetail.cpp, with the other detail_ functions
     void rebuildMultiples(int layers);
     void packRows();
     QFont titleFont() const;
@@ -83,6 +87,8 @@ private:
     QComboBox* metric_ = nullptr;
     QComboBox* head_ = nullptr;
     QComboBox* stream_ = nullptr;
+    QComboBox* view_ = nullptr;
+    QWidget* viewGroup_ = nullptr;
     QCheckBox* perLayerRange_ = nullptr;
     ElidedLabel* caption_ = nullptr;
     ElidedLabel* hover_ = nullptr;

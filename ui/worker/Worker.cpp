@@ -6,6 +6,7 @@
 #include "kernels/ComputeReport.h"
 #include "models/ModelRegistry.h"
 #include "analysis/Heatmaps.h"
+#include "cache/SpanCells.h"
 #include "models/Prompt.h"
 #include "generate/Session.h"
 #include "steer/SteeredRun.h"
@@ -46,6 +47,7 @@ ImageInfo describeImage(quint64 id, const QString& name, const ImageU8& original
         const ImageLayout layout = model->imageLayout(pre);
         info.gridRows = layout.gridHeight;
         info.gridCols = layout.gridWidth;
+        for (const SpanView& v : layout.views) info.views << QStringLiteral("%1 %2×%3").arg(qs(v.name)).arg(v.rows).arg(v.cols);
     }
     return info;
 }
@@ -84,6 +86,16 @@ RunStarted describeStart(quint64 runId, const SteeredRunStart& start, const Stee
     notes.removeAll(QString());
     r.note = notes.join(QLatin1Char(' '));
     return r;
+}
+
+// The core's view index for the studio's choice: -1, or a view the span does not have (a plain
+// grid), is the span's grid.
+size_t spanView(const VisualSpan& span, int view) { return view >= 0 && size_t(view) < viewCount(span) ? size_t(view) : kSpanGrid; }
+
+void setView(HeatmapData& h, const VisualSpan& span, int view) {
+    const size_t v = spanView(span, view);
+    h.view = v == kSpanGrid || v + 1 == viewCount(span) ? -1 : int(v);
+    if (span.hasViews()) h.viewName = qs(viewName(span, v == kSpanGrid ? viewCount(span) - 1 : v));
 }
 
 void setMaps(HeatmapData& h, const at::Tensor& maps) {
@@ -362,7 +374,8 @@ void Worker::run(const RunRequest& req) {
                 h.steeredRow = hs.steeredRow;
                 h.step = ev.step;
                 h.token = shown.token;
-                setMaps(h, attentionHeatmaps(shown.layers, prompt.span, kvHeads, hs.head));
+                setView(h, prompt.span, hs.view);
+                setMaps(h, attentionHeatmaps(shown.layers, prompt.span, kvHeads, hs.head, 0, spanView(prompt.span, hs.view)));
                 Q_EMIT heatmapReady(h);
             }
             Q_EMIT progress(tr("Decoding… %1 / %2").arg(ev.step + 1).arg(budget), ev.step + 1, budget);
@@ -402,8 +415,9 @@ void Worker::requestHeatmap() {
         h.head = hs.head;
         h.steeredRow = hs.steeredRow;
         const StreamAttention& attention = d->attention[hs.steeredRow ? 1 : 0];
+        setView(h, base.visualSpan, hs.view);
         const at::Tensor maps = runHeatmaps(hs.metric, base, edited, hs.steeredRow, d->vectors ? &*d->vectors : nullptr,
-                                            attention.layers, d->model->config().text.numKvHeads, hs.head);
+                                            attention.layers, d->model->config().text.numKvHeads, hs.head, spanView(base.visualSpan, hs.view));
         if (!maps.defined()) return;   // attention before the first decode step
         if (hs.metric == Metric::Attention) {
             h.step = attention.step;

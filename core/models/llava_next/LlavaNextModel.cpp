@@ -110,13 +110,6 @@ ImageLayout LlavaNextModel::imageLayout(const PreprocessedImage& image) const {
     return layout;
 }
 
-PatchGrid LlavaNextModel::patchGrid() const {
-    // A square picture's: its crops' grid unpadded to the base view's shape... at the first
-    // square pinpoint; the grid follows each picture (the prompt's span says which).
-    const AnyresGrid grid = gridFor({config_.vision.imageSize, config_.vision.imageSize});
-    return {grid.rows, grid.cols};
-}
-
 std::string LlavaNextModel::describeVision() const {
     std::ostringstream o;
     o << LlavaModel::describeVision();

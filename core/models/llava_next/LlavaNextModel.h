@@ -28,7 +28,7 @@ public:
     // as the prompt holds them (base view, then the unpadded crop grid with newlines).
     at::Tensor encodeImage(const at::Tensor& pixels, Resolution picture) const;
     ImageLayout imageLayout(const PreprocessedImage& image) const override;
-    PatchGrid patchGrid() const override;
+    PatchGrid patchGrid() const override { return {}; }   // the crops' grid follows each picture
 
     const std::vector<Resolution>& pinpoints() const { return pinpoints_; }
     AnyresGrid gridFor(Resolution picture) const;
