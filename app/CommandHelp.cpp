@@ -148,7 +148,7 @@ std::vector<CommandHelp> build() {
 
     all.push_back(command("inspect", "Prints the model's family, architecture, sizes, dtypes and prompt template",
                    {"--model DIR [--image FILE] [--system TEXT] [--dtype auto|f32|bf16|f16] [--device cpu|cuda] [--threads N]"},
-                   {{"Image", {{"--image FILE", "also say how this image is laid out: its grid and tokens (LLaVA-NeXT: each view)", ""}}},
+                   {{"Image", {{"--image FILE", "also say how this image is laid out: its grid and tokens (LLaVA-NeXT: each view)", "none: the model alone"}}},
                     modelGroup("the model to describe")},
                    kModelNote));
 

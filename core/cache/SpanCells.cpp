@@ -3,6 +3,7 @@
 #include "Error.h"
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 
@@ -81,6 +82,15 @@ at::Tensor strengthPerToken(const VisualSpan& span, const at::Tensor& strength) 
             }
     }
     return at::tensor(out, at::kFloat);
+}
+
+at::Tensor cellTokens(const VisualSpan& span) {
+    if (!span.hasViews()) return at::arange(span.length, at::kLong);
+    std::vector<int64_t> tokens;
+    for (const SpanView& view : span.views)
+        for (int r = 0; r < view.rows; ++r)
+            for (int c = 0; c < view.cols; ++c) tokens.push_back(view.offset + int64_t(r) * view.rowStride + c);
+    return at::tensor(tokens, at::kLong);
 }
 
 at::Tensor viewMap(const VisualSpan& span, const at::Tensor& perToken, size_t view) {

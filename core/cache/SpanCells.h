@@ -21,6 +21,10 @@ at::Tensor strengthPerToken(const VisualSpan& span, const at::Tensor& strength);
 constexpr size_t kSpanGrid = size_t(-1);   // "the span's grid": the last, finest view
 at::Tensor viewMap(const VisualSpan& span, const at::Tensor& perToken, size_t view);
 
+// The span tokens that are cells of some view ([n] int64): all of a plain span; with views, all
+// but the newline tokens.
+at::Tensor cellTokens(const VisualSpan& span);
+
 // The grid cells (row-major indices) that cell (row, col) of `view` overlaps on the picture.
 std::vector<int64_t> gridCellsUnder(const VisualSpan& span, size_t view, int row, int col);
 

@@ -67,13 +67,13 @@ void requireVision(const Model& model) {
 
 // Weight 1 on every token that is a cell of the span's grid or views, 0 on the others (LLaVA-NeXT's
 // image_newline): [1, N, 1].
-at::Tensor cellTokens(const VisualSpan& span) {
+at::Tensor cellWeights(const VisualSpan& span) {
     return strengthPerToken(span, at::ones({span.gridHeight, span.gridWidth})).reshape({1, -1, 1});
 }
 
 // A pair's weight per token [1, N, 1]: the mask read onto the span (every view of it), or every cell.
 at::Tensor pairWeights(const ImagePair& pair, const VisualSpan& span) {
-    if (pair.mask.empty()) return cellTokens(span);
+    if (pair.mask.empty()) return cellWeights(span);
     at::Tensor w;
     try {
         w = strengthPerToken(span, loadSpanMask(pair.mask, span).clamp(0, 1)).reshape({1, -1, 1});
@@ -233,7 +233,7 @@ SteeringVectors extractRegion(std::shared_ptr<const Model> model, const std::str
     if (mask.sizes().vec() != std::vector<int64_t>{span.gridHeight, span.gridWidth})
         throw Error("recipe region: mask must be [" + std::to_string(span.gridHeight) + ", " + std::to_string(span.gridWidth) + "]");
     const at::Tensor w = strengthPerToken(span, mask.clamp(0, 1)).reshape({1, -1, 1});   // region weight per position
-    const at::Tensor others = cellTokens(span) - w;   // the rest of the picture's cells (never a newline token)
+    const at::Tensor others = cellWeights(span) - w;   // the rest of the picture's cells (never a newline token)
     const double inside = w.sum().item<double>(), outside = others.sum().item<double>();
     if (inside <= 0 || outside <= 0) throw Error("recipe region: the mask must cover part of the grid, not none or all of it");
     SteeringVectors v = emptyVectors(*model, options.keySpace);

@@ -79,8 +79,9 @@ void editLayer(const at::Tensor& cached, const VisualSpan& span, const std::vect
         dir = dir.dim() == 3 ? dir.index_select(1, dev) : dir.unsqueeze(1);
     }
     at::Tensor target;
-    if (plan.op == SteeringOperator::Ablate)
-        target = plan.ablateTarget == AblateTarget::Mean ? spans.mean(1, true) : at::zeros_like(x.narrow(1, 0, 1));
+    if (plan.op == SteeringOperator::Ablate && plan.ablateTarget == AblateTarget::Zero) target = at::zeros_like(x.narrow(1, 0, 1));
+    else if (plan.op == SteeringOperator::Ablate)   // the mean over the picture's cells (never a newline token)
+        target = span.hasViews() ? spans.index_select(1, cellTokens(span).to(cached.device())).mean(1, true) : spans.mean(1, true);
     const at::Tensor positions = plan.op == SteeringOperator::PreRope ? spanPositions.index_select(1, index.cpu()) : at::Tensor();
     const at::Tensor out = editedValues(x, f, plan.op, dir, target, decoder, positions, isKey).to(cached.scalar_type());
     if (allHeads) {

@@ -160,6 +160,7 @@ for r, c in mask.nonzero().tolist():                  # a painted crop cell, on 
     j0, j1 = max(0, math.floor(x0 * g + 1e-9)), min(g, math.ceil(x1 * g - 1e-9))
     base[i0:i1, j0:j1] = base[i0:i1, j0:j1].clamp(min=float(mask[r, c]))
 s = torch.cat([base.flatten(), torch.cat([mask, torch.zeros(rows, 1)], 1).flatten()])   # one strength per image token
+cells = torch.tensor(list(range(g * g)) + [g * g + r * (cols + 1) + c for r in range(rows) for c in range(cols)])   # no newline
 )PY";
 
 // M-RoPE (Qwen2-VL): one image's positions as the model numbers them, passed explicitly because
@@ -182,7 +183,7 @@ constexpr char kPrefixLmNote[] = R"PY(# PaliGemma's prompt is a prefix-LM: every
 
 // The edit of one head's painted positions x [B, n, D] (f = s(p)·c per position, d = the head's Δ),
 // exactly as core/steer/SteeringPlan.cpp computes it.
-QString editFunction(const PlanSettings& p) {
+QString editFunction(const PlanSettings& p, bool anyres) {
     QString s = text("sel = s != 0                                                                    # only painted positions are touched\n");
     if (needsVectors(p.op))
         s += text("def edit(X, c, vec):   # X [B, H_kv, T, D], keys after RoPE; vec [H_kv, D] or per position [H_kv, N, D]\n");
@@ -206,8 +207,9 @@ QString editFunction(const PlanSettings& p) {
         s += text("        target = 0                                                              # ablate to zero\n"
                   "        X[:, h, span[sel]] = x + f * (target - x)                               # ablate: x += s·c·(target − x)\n");
     else
-        s += text("        target = X[:, h, span].mean(1, keepdim=True)                            # the mean over the whole span, before the edit\n"
-                  "        X[:, h, span[sel]] = x + f * (target - x)                               # ablate: x += s·c·(target − x)\n");
+        s += (anyres ? text("        target = X[:, h, span[cells]].mean(1, keepdim=True)                     # the mean over the picture's cells, before the edit\n")
+                     : text("        target = X[:, h, span].mean(1, keepdim=True)                            # the mean over the whole span, before the edit\n")) +
+             text("        X[:, h, span[sel]] = x + f * (target - x)                               # ablate: x += s·c·(target − x)\n");
     s += text("\nfor l in layers:\n"
               "    K, V = layer_kv(cache, l)\n");
     if (needsVectors(p.op))
@@ -358,7 +360,7 @@ QString pythonSnippet(const SnippetInputs& in) {
                  : text("    model(**inputs, past_key_values=cache, use_cache=True)\n");
     s += text("cache.crop(ids.shape[1] - 1)\n");
 
-    s += QLatin1Char('\n') + editFunction(p);
+    s += QLatin1Char('\n') + editFunction(p, f.anyres);
     if (p.propagate) s += propagate(f);
     s += decode(f, io);
     return s;
