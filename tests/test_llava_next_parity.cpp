@@ -10,6 +10,7 @@
 #include "io/SafeTensors.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
+#include "models/llava_next/LlavaNextConfig.h"
 #include "models/llava_next/LlavaNextModel.h"
 
 #include <nlohmann/json.hpp>
@@ -84,6 +85,28 @@ private slots:
         QCOMPARE(models_["f16"]->weightsDtype(), std::string("float16"));
         QCOMPARE(nested.config().imageSeqLength(), 576 + 48 * 49);   // a picture that fills 672 x 672
         QVERIFY(QFile::exists(QString::fromStdString(tmp_.filePath("trimmed-sharded").toStdString() + "/model.safetensors.index.json")));
+    }
+
+    void mistralAndBadConfigs() {
+        // llava-v1.6-mistral's trimmed text_config leans on MistralConfig's defaults; its null
+        // sliding window leaves the context, the default 4096 window caps it.
+        const std::string mistral = R"({"model_type": "llava_next", "text_config": {"model_type": "mistral", "sliding_window": null,
+            "max_position_embeddings": 32768, "rope_theta": 1000000.0, "vocab_size": 32064}})";
+        const LlavaNextConfig m = parseLlavaNextConfig(mistral, "mistral");
+        QCOMPARE(m.textModelType, std::string("mistral"));
+        QCOMPARE(m.model.text.intermediateSize, 14336);
+        QCOMPARE(m.model.text.numKvHeads, 8);
+        QCOMPARE(m.model.text.maxPositionEmbeddings, int64_t(32768));
+        QCOMPARE(m.pinpoints.size(), size_t(5));   // LlavaNextConfig's defaults
+        std::string windowed = mistral;
+        windowed.replace(windowed.find("\"sliding_window\": null,"), 24, "");
+        QCOMPARE(parseLlavaNextConfig(windowed, "windowed").model.text.maxPositionEmbeddings, int64_t(4096));
+        QVERIFY(errorOf([] { parseLlavaNextConfig(R"({"model_type": "llava_next", "text_config": {"vocab_size": 32064}, "image_grid_pinpoints": [[336, 500]]})", "c"); })
+                    .find("[336, 500] is not a multiple of the vision tower's image_size 336") != std::string::npos);
+        QVERIFY(errorOf([] { parseLlavaNextConfig(R"({"model_type": "llava_next", "text_config": {"vocab_size": 32064}, "image_grid_pinpoints": [[336]]})", "c"); })
+                    .find("image_grid_pinpoints entry [336] is not valid") != std::string::npos);
+        QVERIFY(errorOf([] { parseLlavaNextConfig(R"({"model_type": "llava_next", "text_config": {"vocab_size": 32064}, "vision_feature_select_strategy": "full"})", "c"); })
+                    .find("not supported for llava_next") != std::string::npos);
     }
 
     void anyresChoiceMatches_data() {

@@ -139,6 +139,9 @@ private slots:
         QVERIFY(errorOf([&] { loadSpanMask("view:tiles:0,0,1,1", span); }).find("base (24x24), crops (24x40)") != std::string::npos);
         QVERIFY(errorOf([&] { loadSpanMask("view:crops:0,0,24,1", span); }).find("24x40") != std::string::npos);
         QVERIFY(errorOf([&] { loadSpanMask("rect:0,0,24,0", span); }).find("base view") != std::string::npos);
+        // A sliver whose crops unpad to no cells: refused by name, never a map on an empty grid.
+        ImageU8 sliver(1, 1000);
+        QVERIFY(errorOf([&] { spanOf(sliver); }).find("1x1000 picture keeps no crop cells once unpadded (72x0)") != std::string::npos);
         VisualSpan plain;
         plain.gridHeight = plain.gridWidth = 24;
         QVERIFY(errorOf([&] { loadSpanMask("px:0,0,10,10", plain); }).find("rect:") != std::string::npos);

@@ -102,6 +102,12 @@ std::vector<SpanView> anyresViews(const AnyresGrid& grid) {
 
 ImageLayout LlavaNextModel::imageLayout(const PreprocessedImage& image) const {
     const AnyresGrid grid = gridFor({image.sourceHeight, image.sourceWidth});
+    // transformers unpads such a sliver to no cells at all (only newline tokens): nothing would
+    // be left to paint on, so it is refused here rather than steered silently nowhere.
+    if (grid.rows == 0 || grid.cols == 0)
+        throw Error("LLaVA-NeXT: a " + std::to_string(image.sourceWidth) + "x" + std::to_string(image.sourceHeight) +
+                    " picture keeps no crop cells once unpadded (" + std::to_string(grid.rows) + "x" + std::to_string(grid.cols) +
+                    "): its aspect ratio is too extreme; crop or pad it nearer to square");
     ImageLayout layout;
     layout.tokens = grid.tokens();
     layout.gridHeight = grid.rows;
