@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvsteer {
@@ -80,6 +81,8 @@ void writeConvertedLlama3(const std::string& dir, c10::ScalarType dtype, int64_t
 void writeRoundedReferenceModel(const std::string& dir, c10::ScalarType dtype);
 
 std::vector<int64_t> toIds(const at::Tensor& t);   // int64 tensor -> vector
+// A float32 .npy's shape as its header writes it ("4, 24, 24, ") and its values.
+std::pair<std::string, std::vector<float>> readNpy(const std::string& path);
 
 // The reference's greedy run from a prefilled session: 20 tokens past EOS, and at every step the
 // largest gap between this step's top-5 logits and the reference's greedy_top5_logits.

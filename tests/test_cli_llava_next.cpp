@@ -16,22 +16,6 @@
 using namespace kvsteer;
 using namespace kvsteer::test;
 
-namespace {
-
-// A float32 .npy's values and its shape text ("3, 24, 40, ").
-std::pair<std::string, std::vector<float>> readNpy(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), {});
-    const size_t headerLength = uint8_t(bytes[8]) | (uint8_t(bytes[9]) << 8);
-    const std::string header = bytes.substr(10, headerLength);
-    const size_t open = header.find("'shape': ("), close = header.find(')', open);
-    std::vector<float> values((bytes.size() - 10 - headerLength) / sizeof(float));
-    std::memcpy(values.data(), bytes.data() + 10 + headerLength, values.size() * sizeof(float));
-    return {header.substr(open + 10, close - open - 10), values};
-}
-
-} // namespace
-
 class TestCliLlavaNext : public QObject {
     Q_OBJECT
     QTemporaryDir tmp_;
