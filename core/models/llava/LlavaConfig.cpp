@@ -78,7 +78,9 @@ TextConfig parseLlama(const json& j, const std::string& where) {
         // Mistral's sliding window (default 4096; llava-v1.6-mistral sets null) only matters past
         // its length: the context is capped there, so every prompt sees plain causal attention.
         int64_t window = 4096;
-        if (auto it = j.find("sliding_window"); it != j.end()) window = it->is_null() ? 0 : (readKey(j, "sliding_window", window, where), window);
+        const auto it = j.find("sliding_window");
+        if (it != j.end() && it->is_null()) window = 0;   // no window
+        else readKey(j, "sliding_window", window, where);
         if (window > 0) t.maxPositionEmbeddings = std::min(t.maxPositionEmbeddings, window);
     }
     return t;
