@@ -3,6 +3,7 @@
 #include "QuitOnSignal.h"
 #include "studio/MainWindow.h"
 #include "studio/StudioLook.h"
+#include "worker/ScratchFolder.h"
 #include "worker/Worker.h"
 
 #include <QApplication>
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
     o.atlas = cli.isSet(atlas);
     o.offerRecovery = !cli.isSet(noRecovery);
 
+    kvsteer::ui::removeOrphanedScratchFolders();   // left by studios that were killed outright
     kvsteer::ui::MainWindow window(o);
     if (cli.isSet(size)) {
         const QStringList wh = cli.value(size).split(QLatin1Char('x'));

@@ -15,8 +15,6 @@
 #include <map>
 #include <sstream>
 
-#include <csignal>
-
 #include <QDir>
 #include <QFileInfo>
 #include <QProcess>
@@ -511,40 +509,6 @@ private slots:
 #endif
     }
 
-#ifdef KVSTEER_STUDIO_PATH
-    void studioEndsCleanlyOnSigterm() {
-        // A `kill` (SIGTERM) ends the studio as its Quit does: exit status 0, and the worker's
-        // temporary folder (vectors computed in the studio) gone. Left to the default the signal
-        // killed it and the folder stayed in the temp directory.
-        QTemporaryDir home;
-        QVERIFY(home.isValid());
-        const QString temp = home.filePath(QStringLiteral("tmp")), ready = home.filePath(QStringLiteral("ready.txt"));
-        QVERIFY(QDir().mkpath(temp));
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("TMPDIR"), temp);
-        env.insert(QStringLiteral("XDG_DATA_HOME"), home.filePath(QStringLiteral("data")));
-        env.insert(QStringLiteral("XDG_CONFIG_HOME"), home.filePath(QStringLiteral("config")));
-        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
-        QProcess studio;
-        studio.setProcessEnvironment(env);
-        // The bundled demo model (the studio's default), vectors toward another image computed in the studio.
-        const QString images = QString::fromStdString(referenceDir() + "/images");
-        studio.start(QStringLiteral(KVSTEER_STUDIO_PATH),
-                     {QStringLiteral("--image"), images + QStringLiteral("/red_square_336x336.png"), QStringLiteral("--steer-toward"),
-                      images + QStringLiteral("/shapes_224x224.png"), QStringLiteral("--prompt"), QStringLiteral("What color is the square?"),
-                      QStringLiteral("--max-new-tokens"), QStringLiteral("4"), QStringLiteral("--no-recovery"), QStringLiteral("--run"),
-                      QStringLiteral("--ready-file"), ready});
-        QVERIFY(studio.waitForStarted(30000));
-        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(ready), 120000);
-        const auto studioFolders = [&] { return QDir(temp).entryList({QStringLiteral("kvsteer*")}, QDir::Dirs | QDir::NoDotAndDotDot); };
-        QVERIFY2(!studioFolders().isEmpty(), "the studio's worker keeps a temporary folder while it runs");
-        QVERIFY(::kill(pid_t(studio.processId()), SIGTERM) == 0);
-        QVERIFY(studio.waitForFinished(30000));
-        QCOMPARE(studio.exitStatus(), QProcess::NormalExit);
-        QCOMPARE(studio.exitCode(), 0);
-        QVERIFY2(studioFolders().isEmpty(), qPrintable(studioFolders().join(QStringLiteral(", "))));
-    }
-#endif
 
     void inspectNamesFamilyGridAndTemplate() {
         const ProcessResult r = runCli({"inspect", "--model", referencePaliGemmaDir()});

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "worker/ScratchFolder.h"
 #include "worker/Worker.h"
 
 #include <QTemporaryDir>
@@ -48,7 +49,7 @@ struct Worker::State {
     QByteArray pendingBlob;                              // vectors that arrived before a model
     QString pendingOrigin;
 
-    QTemporaryDir temp;
+    QTemporaryDir temp{scratchFolderTemplate()};        // vectors computed here (ScratchFolder.h)
     std::atomic<quint64> cancelBelow{0};
     std::atomic<bool> cancelLoad{false};
     std::atomic<int> steps{0};
