@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <limits>
 #include <unistd.h>
 
 namespace kvsteer::ui {
@@ -32,7 +33,7 @@ int removeOrphanedScratchFolders() {
         // kvsteer-studio-<pid>-XXXXXX: anything else of that prefix is not ours to judge.
         bool ok = false;
         const qint64 pid = folder.fileName().mid(kPrefix.size()).section(QLatin1Char('-'), 0, 0).toLongLong(&ok);
-        if (!ok || pid <= 0 || folder.ownerId() != ::getuid() || processExists(pid)) continue;
+        if (!ok || pid <= 0 || pid > std::numeric_limits<pid_t>::max() || folder.ownerId() != ::getuid() || processExists(pid)) continue;
         if (QDir(folder.absoluteFilePath()).removeRecursively()) ++removed;
     }
     return removed;
