@@ -26,17 +26,15 @@ QString scratchFolderTemplate() {
     return QDir(QDir::tempPath()).filePath(kPrefix + QString::number(QCoreApplication::applicationPid()) + QStringLiteral("-XXXXXX"));
 }
 
-int removeOrphanedScratchFolders() {
+void removeOrphanedScratchFolders() {
     const QDir temp(QDir::tempPath());
-    int removed = 0;
     for (const QFileInfo& folder : temp.entryInfoList({kPrefix + QLatin1Char('*')}, QDir::Dirs | QDir::NoDotAndDotDot | QDir::NoSymLinks)) {
         // kvsteer-studio-<pid>-XXXXXX: anything else of that prefix is not ours to judge.
         bool ok = false;
         const qint64 pid = folder.fileName().mid(kPrefix.size()).section(QLatin1Char('-'), 0, 0).toLongLong(&ok);
         if (!ok || pid <= 0 || pid > std::numeric_limits<pid_t>::max() || folder.ownerId() != ::getuid() || processExists(pid)) continue;
-        if (QDir(folder.absoluteFilePath()).removeRecursively()) ++removed;
+        QDir(folder.absoluteFilePath()).removeRecursively();
     }
-    return removed;
 }
 
 } // namespace kvsteer::ui

@@ -11,8 +11,8 @@ namespace kvsteer::ui {
 // The QTemporaryDir template of this process's scratch folder.
 QString scratchFolderTemplate();
 
-// Removes this user's scratch folders whose studio has ended; returns how many. A folder whose
-// pid is alive (its studio, or an unrelated process that reuses the pid) is kept.
-int removeOrphanedScratchFolders();
+// Removes this user's scratch folders whose studio has ended. A folder whose pid is alive (its
+// studio, or an unrelated process that reuses the pid) is kept.
+void removeOrphanedScratchFolders();
 
 } // namespace kvsteer::ui
