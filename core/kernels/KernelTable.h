@@ -21,11 +21,11 @@ namespace kvsteer::kernels::detail {
 // m is 1..kSkinnyMaxRows: each W row is loaded once and used for all m x rows.
 using SkinnyFn = void (*)(const float* x, int64_t m, int64_t xStride, const WeightView& w,
                           int64_t n0, int64_t n1, float* y, int64_t yStride);
-// y[r, n] = dot(x row r, W row n) for r < m (any m), n < rows, with W float32 rows (stride
-// rowStride): the panel kernel, in the skinny kernel's summation order (PanelLoops.h). spill is
-// scratch of panelSpillFloats(m) floats.
-using PanelFn = void (*)(const float* x, int64_t m, int64_t xStride, const float* w, int64_t rowStride, int64_t rows,
-                         int64_t cols, float* y, int64_t yStride, float* spill);
+// y[r, n] = dot(x row r, W row n) for r < m (any m) and every row n of w, W read in its own dtype:
+// the panel kernel, in the skinny kernel's summation order (PanelLoops.h). spill is scratch of
+// panelSpillFloats(m) floats.
+using PanelFn = void (*)(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride,
+                         float* spill);
 // dst[i] = float(src[i]) for i < n, src of type t.
 using WidenFn = void (*)(const void* src, WeightType t, int64_t n, float* dst);
 // The index of the first largest of v[0..n), a NaN counting as the largest.

@@ -278,8 +278,9 @@ uint64_t readWeights(const WeightView* parts, int count) {
 
 namespace {
 
-// Panel rows for a matrix with `cols` columns: the widened panel (rows * cols floats) about 2 MB,
-// so it stays in L2/L3 while every row of x passes it; a multiple of 16, at least 16.
+// Rows per thread's share of W for a matrix with `cols` columns: rows * cols floats' worth, about
+// 2 MB (the panel's size when it was widened to float32, kept as the unit of work); a multiple
+// of 16, at least 16. PanelLoops.h blocks the share further for the caches.
 int64_t panelRows(int64_t cols) {
     constexpr int64_t kPanelBytes = 2 << 20;
     const int64_t rows = kPanelBytes / (cols * static_cast<int64_t>(sizeof(float)));
@@ -290,15 +291,14 @@ int64_t panelRows(int64_t cols) {
 // prompt of any length.
 constexpr int64_t kPanelXBlock = 240;
 
-// y[:, n0:n1] = x · W[n0:n1]ᵀ on one thread, W's rows float32 at w (stride rowStride).
-void panelRowsOnThread(const KernelTable& table, const float* x, int64_t m, int64_t xStride, const float* w, int64_t rowStride,
-                       int64_t rows, int64_t cols, float* y, int64_t yStride) {
+// y = x · rowsᵀ on one thread: `rows` views W's rows n0..n1 (in W's dtype), y points at column n0.
+void panelRowsOnThread(const KernelTable& table, const float* x, int64_t m, int64_t xStride, const WeightView& rows, float* y,
+                       int64_t yStride) {
     thread_local std::vector<float> spill;
     const int64_t block = std::min(m, kPanelXBlock);
     if (spill.size() < static_cast<size_t>(detail::panelSpillFloats(block))) spill.resize(static_cast<size_t>(detail::panelSpillFloats(block)));
     for (int64_t r = 0; r < m; r += kPanelXBlock)
-        table.panel(x + r * xStride, std::min(kPanelXBlock, m - r), xStride, w, rowStride, rows, cols, y + r * yStride, yStride,
-                    spill.data());
+        table.panel(x + r * xStride, std::min(kPanelXBlock, m - r), xStride, rows, y + r * yStride, yStride, spill.data());
 }
 
 } // namespace
@@ -311,26 +311,14 @@ void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w
     // Each output is computed whole by one thread, so how the rows are shared changes no bit.
     const int64_t rowsPerPanel = std::min(panelRows(w.cols), roundUp(divUp(w.rows, threads), kRowQuantum));
     const bool parallel = m * w.rows * w.cols >= kMinParallelMacs;
-
-    if (w.type == WeightType::F32) {   // already float32: the loops read the weight rows in place
-        const float* base = static_cast<const float*>(w.data);
-        forEachRowBlock(w.rows, rowsPerPanel, parallel, [&](int64_t n0, int64_t n1) {
-            panelRowsOnThread(table, x, m, xStride, base + n0 * w.rowStride, w.rowStride, n1 - n0, w.cols, y + n0, yStride);
-        });
-        return;
-    }
-
-    const int64_t elementBytes = 2;   // f16 / bf16
-    const char* base = static_cast<const char*>(w.data);
+    const int64_t elementBytes = w.type == WeightType::F32 ? 4 : 2;
+    // The tiles read W in its own dtype and widen each vector in registers, as the skinny tiles do
+    // (widening is exact, so the sums see the same floats): no widened copy of W is made.
     forEachRowBlock(w.rows, rowsPerPanel, parallel, [&](int64_t n0, int64_t n1) {
-        // Panel [n1 - n0, cols] float32, one buffer per pool thread, reused across calls. Widening
-        // is exact, so the sums see the very floats the skinny kernel widens in registers.
-        thread_local std::vector<float> panel;
-        if (panel.size() < static_cast<size_t>(rowsPerPanel * w.cols))
-            panel.resize(static_cast<size_t>(rowsPerPanel * w.cols));
-        for (int64_t n = n0; n < n1; ++n)
-            table.widenRow(base + n * w.rowStride * elementBytes, w.type, w.cols, panel.data() + (n - n0) * w.cols);
-        panelRowsOnThread(table, x, m, xStride, panel.data(), w.cols, n1 - n0, w.cols, y + n0, yStride);
+        WeightView rows = w;
+        rows.data = static_cast<const char*>(w.data) + n0 * w.rowStride * elementBytes;
+        rows.rows = n1 - n0;
+        panelRowsOnThread(table, x, m, xStride, rows, y + n0, yStride);
     });
 }
 
@@ -339,9 +327,7 @@ void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, flo
 }
 
 void matmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y, int64_t yStride) {
-    bool sixteenBit = true;
-    for (int p = 0; p < count; ++p) sixteenBit = sixteenBit && parts[p].type != WeightType::F32;
-    if (m <= kSkinnyMaxRows || (sixteenBit && m <= kSkinnyMaxRows16Bit)) return skinnyMatmulStacked(x, m, xStride, parts, count, y, yStride);
+    if (m <= kSkinnyMaxRows) return skinnyMatmulStacked(x, m, xStride, parts, count, y, yStride);
     for (int p = 0; p < count; ++p) {   // compute-bound: one pool pass per part costs nothing here
         panelMatmul(x, m, xStride, parts[p], y, yStride);
         y += parts[p].rows;

@@ -10,8 +10,9 @@
 // Two shapes of work, two kernels, one summation order:
 //   - skinny: 1..8 rows of x (a decode step, the side-by-side pair, a short suffix). Memory-bound:
 //     each weight row is read once and multiplied into every x row while it is in registers.
-//   - panel: many rows (a prompt, the vision tower). Compute-bound: each thread widens a
-//     cache-sized panel of W to float32 and runs cache-blocked tiles over it (PanelLoops.h).
+//   - panel: many rows (a prompt, the vision tower). Compute-bound: each thread takes a share of
+//     W's rows and runs cache-blocked tiles over them (PanelLoops.h), each W vector widened in
+//     registers as the skinny tiles widen it.
 // Both add the products of y[r, n] in the same order: vector lanes over k, the tail, the lanes
 // added. That order depends on W's cols and the ISA only, so a row of y has the same bits whatever
 // m is, whichever kernel ran, whatever else is in the batch, however many threads split the work
@@ -51,18 +52,12 @@ const char* isaName(Isa isa);
 
 // The most x rows the skinny kernel takes in one pass.
 constexpr int64_t kSkinnyMaxRows = 8;
-// Up to this many x rows, 16-bit weights go through the skinny kernel anyway, 8 rows a pass:
-// reading the weights a few times costs less than widening every one of them to float32 for a
-// panel (measured when the panel went to sgemm: f16 4096 x 131072 on 2 threads, 16 rows: 183
-// against 396 ms with AVX-512, 251 against 380 ms with AVX2; even at 32 rows 289 / 497 and 418 /
-// 439 ms). A short prompt or a question's suffix is that size. float32 weights need no widening:
-// the panel kernel takes any m above 8. Either kernel gives a row the same bits.
-constexpr int64_t kSkinnyMaxRows16Bit = 32;
 
 // y[r, n] = sum_k x[r, k] * W[n, k] for r < m, n < W.rows, k < W.cols.
 //   x [m, W.cols] float32, row stride xStride; y [m, W.rows] float32, row stride yStride.
-// Any m >= 1: m <= kSkinnyMaxRows (kSkinnyMaxRows16Bit for f16/bf16 weights) uses the skinny
-// kernel, larger m the panel kernel.
+// Any m >= 1: m <= kSkinnyMaxRows uses the skinny kernel, larger m the panel kernel (which reads
+// 16-bit weights in place too: from 8 rows on it is the faster of the two, 130 against 169 ms for
+// tinyllama's 88 decoder matmuls at 8 rows, 2 threads, AMD EPYC VM).
 void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride);
 
 // The two kernels on their own (matmul picks between them); exposed for tests and the bench.
@@ -72,7 +67,7 @@ void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w
 // y = x · [W_0; W_1; ...]ᵀ for count weights with the same cols: part p fills y's columns after
 // those of parts 0..p-1. A fused projection (q, k, v side by side) as one pass over the thread
 // pool: one wait for the slowest thread per projection, not one per part. The kernel is chosen as
-// matmul chooses it (all parts 16-bit for kSkinnyMaxRows16Bit); the panel kernel goes part by part.
+// matmul chooses it; the panel kernel goes part by part.
 void matmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y, int64_t yStride);
 void skinnyMatmulStacked(const float* x, int64_t m, int64_t xStride, const WeightView* parts, int count, float* y,
                          int64_t yStride);
@@ -86,7 +81,8 @@ uint64_t readWeights(const WeightView* parts, int count);
 // Element conversions (exact), the scalar references the SIMD paths are tested against.
 float halfToFloat(uint16_t h);
 float bfloat16ToFloat(uint16_t b);
-// Widens n elements of a row of type t to float32.
+// Widens n elements of a row of type t to float32 with the active ISA's loads, the very ones the
+// matmul tiles widen W with in registers (test_kernels checks them on every bit pattern).
 void widenRow(const void* src, WeightType t, int64_t n, float* dst);
 
 // The index of the first largest of v[0..n) (0 when n is 0), a NaN counting as the largest: what

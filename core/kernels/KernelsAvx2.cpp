@@ -128,10 +128,12 @@ void tile(const float* x, int64_t xStride, const typename Row::T* w, int64_t row
     tileFinish<R, M, Row>(x, xStride, w, rowStride, full, cols, acc, y, yStride);
 }
 
-// The panel kernel's tiles (PanelLoops.h): the same sums over float32 W rows, taken a block of k
+// The panel kernel's tiles (PanelLoops.h) for W rows of Row: the same sums, taken a block of k
 // at a time, the accumulators kept in `spill` between blocks (acc[i][r] at
 // spill[(r * spillStride + i) * 8]); storing and reloading a register changes no bit.
+template <class Row>
 struct PanelTiles {
+    using T = typename Row::T;
     static constexpr int kLanes = kVec;
     // 4 x rows take 3 W rows a tile: 12 accumulators, 3 W vectors and the x vector in use fill
     // the 16 registers, 7 loads per 12 multiply-adds.
@@ -141,15 +143,15 @@ struct PanelTiles {
     static constexpr int64_t kDepth = 1024;
     static constexpr int tileRows(int m) { return m == 4 ? 3 : kvsteer::kernels::detail::tileRows(m); }
     template <int R, int M>
-    static void run(const float* x, int64_t xStride, const float* w, int64_t rowStride, int64_t k0, int64_t k1, int64_t cols,
+    static void run(const float* x, int64_t xStride, const T* w, int64_t rowStride, int64_t k0, int64_t k1, int64_t cols,
                     bool first, bool last, float* spill, int64_t spillStride, float* y, int64_t yStride) {
         __m256 acc[R][M];
         for (int i = 0; i < R; ++i)
             for (int r = 0; r < M; ++r)
                 acc[i][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(spill + (r * spillStride + i) * kVec);
-        tileSteps<R, M, F32Row, false>(x, xStride, w, rowStride, k0, k1, acc);
+        tileSteps<R, M, Row, false>(x, xStride, w, rowStride, k0, k1, acc);
         if (last) {
-            tileFinish<R, M, F32Row>(x, xStride, w, rowStride, k1, cols, acc, y, yStride);
+            tileFinish<R, M, Row>(x, xStride, w, rowStride, k1, cols, acc, y, yStride);
             return;
         }
         for (int i = 0; i < R; ++i)
@@ -194,9 +196,8 @@ void skinnyAvx2(const float* x, int64_t m, int64_t xStride, const WeightView& w,
     }
 }
 
-void panelAvx2(const float* x, int64_t m, int64_t xStride, const float* w, int64_t rowStride, int64_t rows, int64_t cols,
-              float* y, int64_t yStride, float* spill) {
-    panelLoops<PanelTiles>(x, m, xStride, w, rowStride, rows, cols, y, yStride, spill);
+void panelAvx2(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride, float* spill) {
+    panelOfType<PanelTiles, F32Row, F16Row, BF16Row>(x, m, xStride, w, y, yStride, spill);
 }
 
 // dst[i] = float(src[i]), i < n.

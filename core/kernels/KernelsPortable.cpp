@@ -98,16 +98,9 @@ void skinnyPortable(const float* x, int64_t m, int64_t xStride, const WeightView
 
 // The panel kernel is the skinny one here: it already widens W a chunk at a time, for any m in
 // blocks of kSkinnyMaxRows, and the order of its sums does not depend on m.
-void panelPortable(const float* x, int64_t m, int64_t xStride, const float* w, int64_t rowStride, int64_t rows, int64_t cols,
-                   float* y, int64_t yStride, float*) {
-    WeightView view;
-    view.data = w;
-    view.type = WeightType::F32;
-    view.rows = rows;
-    view.cols = cols;
-    view.rowStride = rowStride;
+void panelPortable(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride, float*) {
     for (int64_t r = 0; r < m; r += kSkinnyMaxRows)
-        skinnyPortable(x + r * xStride, m - r < kSkinnyMaxRows ? m - r : kSkinnyMaxRows, xStride, view, 0, rows, y + r * yStride, yStride);
+        skinnyPortable(x + r * xStride, m - r < kSkinnyMaxRows ? m - r : kSkinnyMaxRows, xStride, w, 0, w.rows, y + r * yStride, yStride);
 }
 
 void widenRowPortable(const void* src, WeightType type, int64_t n, float* dst) {

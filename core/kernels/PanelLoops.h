@@ -3,16 +3,16 @@
 // instantiates them with its own tiles (`Tiles`, a struct in that file's anonymous namespace, so
 // every instantiation stays private to the file; see the note at the top of KernelTable.h).
 //
-// y = x · Wᵀ for many rows of x against float32 W rows (a widened panel, or float32 weights in
-// place), compute-bound, in the skinny kernel's summation order: every y[r, n] is one tile's
-// accumulator lanes over k in order, the tail, then the lanes added (the file's tileSteps and
-// tileFinish). What the loops add is cache blocking:
+// y = x · Wᵀ for many rows of x against W rows in their own dtype (read in place: a tile widens
+// each W vector in registers as the skinny tile does), compute-bound, in the skinny kernel's
+// summation order: every y[r, n] is one tile's accumulator lanes over k in order, the tail, then
+// the lanes added (the file's tileSteps and tileFinish). What the loops add is cache blocking:
 //   - W rows in blocks of kPanelBlockRows, and k in blocks of Tiles::kDepth, so that the block of
-//     W a sweep reads (64 rows x 2048 floats, 512 KB, with AVX-512) stays in L2 while every row of
-//     x passes it;
+//     W a sweep reads (64 rows x 2048 elements with AVX-512: 256 KB of f16, 512 KB of f32) stays in
+//     L2 while every row of x passes it;
 //   - x rows Tiles::kXRows at a time, their k-block near L1 while the W rows pass.
-// Each ISA's Tiles: kLanes (floats per vector), kXRows, kDepth (a multiple of kLanes), tileRows(M)
-// and run<R, M>(), the tile itself.
+// Each ISA's Tiles (one per weight dtype): T (W's element type), kLanes (floats per vector),
+// kXRows, kDepth (a multiple of kLanes), tileRows(M) and run<R, M>(), the tile itself.
 // Between k-blocks a tile's accumulators wait in `spill` (one vector per x row and W row), so the
 // sums go on exactly where they stopped: the blocking changes the speed, never the bits.
 #include "kernels/KernelTable.h"
@@ -27,7 +27,7 @@ static inline int64_t panelSpillFloats(int64_t m) { return m * kPanelBlockRows *
 
 // One sweep of M x rows over W rows [nb, nEnd) for k in [k0, k1).
 template <class Tiles, int M>
-static inline void panelSweep(const float* x, int64_t xStride, const float* w, int64_t rowStride, int64_t nb, int64_t nEnd,
+static inline void panelSweep(const float* x, int64_t xStride, const typename Tiles::T* w, int64_t rowStride, int64_t nb, int64_t nEnd,
                               int64_t k0, int64_t k1, int64_t cols, bool first, bool last, float* spill, float* y,
                               int64_t yStride) {
     constexpr int R = Tiles::tileRows(M);
@@ -41,10 +41,10 @@ static inline void panelSweep(const float* x, int64_t xStride, const float* w, i
 }
 
 // y[r, n] = dot(x row r, W row n) for r < m, n < rows.
-//   x [m, cols] stride xStride; w [rows, cols] float32 stride rowStride; y [m, rows] stride yStride;
+//   x [m, cols] stride xStride; w [rows, cols] of Tiles::T, stride rowStride; y [m, rows] stride yStride;
 //   spill: panelSpillFloats(m) floats of scratch.
 template <class Tiles>
-static inline void panelLoops(const float* x, int64_t m, int64_t xStride, const float* w, int64_t rowStride, int64_t rows,
+static inline void panelLoops(const float* x, int64_t m, int64_t xStride, const typename Tiles::T* w, int64_t rowStride, int64_t rows,
                               int64_t cols, float* y, int64_t yStride, float* spill) {
     const int64_t full = cols - cols % Tiles::kLanes;   // the tail after it is tileFinish's
     for (int64_t nb = 0; nb < rows; nb += kPanelBlockRows) {
@@ -72,6 +72,20 @@ static inline void panelLoops(const float* x, int64_t m, int64_t xStride, const 
             }
             k0 = k1;
         } while (k0 < full);
+    }
+}
+
+// panelLoops for W of any dtype: the ISA file's Tiles<Row> for w.type (its F32, F16 and BF16 rows).
+template <template <class> class Tiles, class F32, class F16, class BF16>
+static inline void panelOfType(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride,
+                               float* spill) {
+    switch (w.type) {
+    case WeightType::F32:
+        return panelLoops<Tiles<F32>>(x, m, xStride, static_cast<const float*>(w.data), w.rowStride, w.rows, w.cols, y, yStride, spill);
+    case WeightType::F16:
+        return panelLoops<Tiles<F16>>(x, m, xStride, static_cast<const uint16_t*>(w.data), w.rowStride, w.rows, w.cols, y, yStride, spill);
+    case WeightType::BF16:
+        return panelLoops<Tiles<BF16>>(x, m, xStride, static_cast<const uint16_t*>(w.data), w.rowStride, w.rows, w.cols, y, yStride, spill);
     }
 }
 
