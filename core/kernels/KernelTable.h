@@ -148,36 +148,60 @@ static inline int64_t argmaxByKeys(const float* values, int64_t n) {
 // would not be.
 constexpr uintptr_t kWeightPrefetchBytes = 512;
 
+// ---- one and two x rows (a decode step, the side-by-side pair): two streams far apart ----
+//
+// For m <= kTwoStreamMaxRows a thread reads its rows of W as two sequential streams: the first half
+// of its rows and the second half side by side, one row of each per tile, so each stream runs on
+// through consecutive rows. Neighbouring rows read side by side are 4 KiB apart for 2048 f16
+// columns (8 KiB for 4096), and on the 2-core Zen 5 VM that pattern streamed slower the fewer rows a
+// tile took: tinyllama's 88 decode matmuls (its own mmap'd tensors, 2 threads, a throwaway program
+// over the kernels, 2026-11-29) took 49-50 ms with the 8-row tile, 45 with one row at a time, 37-38
+// with two far streams (AVX2, 4-row tile: 61-66 -> 43 ms); m = 2: 50 -> 37-40 ms. Three or four
+// far streams were slower than two on AVX-512. From 3 rows up the x rows are re-read per W vector
+// and the 8-row tile stays (two streams: m = 4 68-72 against 60 ms). The line 4 KiB ahead is
+// prefetched (m = 2: 44 -> 38.5 ms; 512 and 1024 were slower); each sum keeps its one chain, so the
+// bits are those of any other tile.
+constexpr int64_t kTwoStreamMaxRows = 2;
+constexpr uintptr_t kTwoStreamPrefetchBytes = 4096;
+
 // ---- the read roofline's loop, compiled by every ISA file with its own flags (static inline: see
 // the note at the top) ----
 //
-// Reads as the skinny kernels read W: kReadRows rows side by side, 64 bytes of each a step, with the
-// line kWeightPrefetchBytes ahead in each row prefetched. The loads are 16-byte vectors, which GCC keeps in xmm registers on
+// Reads as the skinny kernels read W for one x row: two streams, the first and the second half of
+// the rows side by side, 64 bytes of each a step, with the line kTwoStreamPrefetchBytes ahead in
+// each prefetched. The loads are 16-byte vectors, which GCC keeps in xmm registers on
 // every ISA; a 64-byte vector type spilled to the stack with AVX2, and a memcpy into an array of
 // them left dead stores in the loop, either way a slower read than the matmul it is the roofline of.
 typedef uint64_t Words2 __attribute__((vector_size(16)));
 typedef uint64_t UnalignedWords2 __attribute__((vector_size(16), aligned(1), may_alias));   // a load from any address
-constexpr int64_t kReadRows = 4;
+// The n rows at row[0..n) side by side, 64 bytes of each a step, then the bytes past the last
+// whole 64 of each.
+static inline void xorRowsSideBySide(const char* const* row, int n, int64_t rowBytes, Words2& acc, uint64_t& rest) {
+    int64_t i = 0;
+    for (; i + 64 <= rowBytes; i += 64)
+        for (int r = 0; r < n; ++r) {
+            __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(row[r] + i) + kTwoStreamPrefetchBytes));
+            const UnalignedWords2* v = reinterpret_cast<const UnalignedWords2*>(row[r] + i);
+            acc ^= v[0] ^ v[1] ^ v[2] ^ v[3];
+        }
+    for (int r = 0; r < n; ++r)
+        for (int64_t j = i; j < rowBytes; j += 8) {
+            uint64_t word = 0;
+            std::memcpy(&word, row[r] + j, static_cast<size_t>(rowBytes - j < 8 ? rowBytes - j : 8));
+            rest ^= word;
+        }
+}
 static inline uint64_t xorRowsLoop(const char* data, int64_t rowBytes, int64_t strideBytes, int64_t rows) {
     Words2 acc = {0, 0};
     uint64_t rest = 0;
-    for (int64_t r0 = 0; r0 < rows; r0 += kReadRows) {
-        const int64_t n = rows - r0 < kReadRows ? rows - r0 : kReadRows;
-        const char* first = data + r0 * strideBytes;
-        int64_t i = 0;
-        for (; i + 64 <= rowBytes; i += 64)
-            for (int64_t r = 0; r < n; ++r) {
-                const char* line = first + r * strideBytes + i;
-                __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(line) + kWeightPrefetchBytes));
-                const UnalignedWords2* v = reinterpret_cast<const UnalignedWords2*>(line);
-                acc ^= v[0] ^ v[1] ^ v[2] ^ v[3];
-            }
-        for (int64_t r = 0; r < n; ++r)
-            for (int64_t j = i; j < rowBytes; j += 8) {
-                uint64_t word = 0;
-                std::memcpy(&word, first + r * strideBytes + j, static_cast<size_t>(rowBytes - j < 8 ? rowBytes - j : 8));
-                rest ^= word;
-            }
+    const int64_t half = rows / 2;
+    for (int64_t r = 0; r < half; ++r) {
+        const char* pair[2] = {data + r * strideBytes, data + (half + r) * strideBytes};
+        xorRowsSideBySide(pair, 2, rowBytes, acc, rest);
+    }
+    if (rows % 2 != 0) {
+        const char* last[1] = {data + (rows - 1) * strideBytes};
+        xorRowsSideBySide(last, 1, rowBytes, acc, rest);
     }
     return rest ^ acc[0] ^ acc[1];
 }

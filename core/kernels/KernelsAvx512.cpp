@@ -64,19 +64,18 @@ __mmask16 firstLanes(int64_t count) {
 // and one x vector in the 32 zmm registers. Taking several W rows at once matters twice: each x
 // vector loaded is used R times (for m >= 2 the x rows outgrow L1, and reloading them for every W
 // vector made the kernel L2-bound, not memory-bound), and R*M independent FMA chains hide the FMA
-// latency even for m = 1. Up to 8 rows (R = 8 for m = 1 and 2, 7 for m = 3, 5 for m = 4): with
-// the 512-byte prefetch (KernelTable.h), 8 streams read faster than 4 (m = 1 25.7 -> 26.2 GB/s, m = 2
-// 24.8 -> 25.6 on mmap'd f16; tinyllama's decode 10.7-11.0 -> 11.1-11.2 tok/s, alternating runs).
-// The AVX2 path keeps 4: there it was no faster.
+// latency. Up to 8 rows (7 for m = 3, 5 for m = 4): with the 512-byte prefetch (KernelTable.h), 8
+// rows read faster than 4. The AVX2 path keeps 4: there it was no faster. One and two x rows take
+// two W rows far apart instead (skinnyTwoStreams); the panel tiles use these sizes for every m.
 constexpr int tileRows(int m) {
     const int byRegisters = 28 / (m + 1);
     return byRegisters < 8 ? byRegisters : 8;
 }
 
-// Each row of a tile asks for its line kWeightPrefetchBytes ahead (KernelTable.h says why).
-template <class T>
+// Each row of a tile asks for its line Bytes ahead (KernelTable.h says why and how far).
+template <uintptr_t Bytes, class T>
 void prefetchAhead(const T* p) {
-    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kWeightPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + Bytes), _MM_HINT_T0);
 }
 
 // A tile's sums: acc[i][r] is x row r times W row i, lane j holding the products at k = j (mod 16).
@@ -109,13 +108,13 @@ __m512 reduce16(const __m512 (&v)[16]) {
 // The full 16-element steps k0 .. k1 (k1 - k0 a multiple of 16) into acc.
 //   x [M, cols] stride xStride; w: R rows of Row::T, stride rowStride.
 // Each W vector is loaded (and widened) once and multiplied into all M x rows.
-template <int R, int M, class Row, bool Prefetch>
+template <int R, int M, class Row, uintptr_t PrefetchBytes>
 void tileSteps(const float* x, int64_t xStride, const typename Row::T* w, int64_t rowStride, int64_t k0, int64_t k1,
                __m512 (&acc)[R][M]) {
     for (int64_t k = k0; k < k1; k += kVec) {
         __m512 wv[R];
         for (int i = 0; i < R; ++i) {
-            if (Prefetch) prefetchAhead(w + i * rowStride + k);
+            if (PrefetchBytes != 0) prefetchAhead<PrefetchBytes>(w + i * rowStride + k);
             wv[i] = Row::load(w + i * rowStride + k);
         }
         for (int r = 0; r < M; ++r) {
@@ -156,14 +155,14 @@ void tileFinish(const float* x, int64_t xStride, const typename Row::T* w, int64
 }
 
 // One skinny tile: y[r, i] = dot(x row r, W row i) for r < M, i < R, the whole row in one go.
-template <int R, int M, class Row>
+template <int R, int M, class Row, uintptr_t PrefetchBytes = kWeightPrefetchBytes>
 void tile(const float* x, int64_t xStride, const typename Row::T* w, int64_t rowStride, int64_t cols,
           float* y, int64_t yStride) {
     __m512 acc[R][M];
     for (int i = 0; i < R; ++i)
         for (int r = 0; r < M; ++r) acc[i][r] = _mm512_setzero_ps();
     const int64_t full = cols - cols % kVec;
-    tileSteps<R, M, Row, true>(x, xStride, w, rowStride, 0, full, acc);
+    tileSteps<R, M, Row, PrefetchBytes>(x, xStride, w, rowStride, 0, full, acc);
     tileFinish<R, M, Row>(x, xStride, w, rowStride, full, cols, acc, y, yStride);
 }
 
@@ -188,7 +187,7 @@ struct PanelTiles {
         for (int i = 0; i < R; ++i)
             for (int r = 0; r < M; ++r)
                 acc[i][r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(spill + (r * spillStride + i) * kVec);
-        tileSteps<R, M, Row, false>(x, xStride, w, rowStride, k0, k1, acc);
+        tileSteps<R, M, Row, 0>(x, xStride, w, rowStride, k0, k1, acc);
         if (last) {
             tileFinish<R, M, Row>(x, xStride, w, rowStride, k1, cols, acc, y, yStride);
             return;
@@ -198,11 +197,31 @@ struct PanelTiles {
     }
 };
 
+// y[r, n] = dot(x row r, W row n) for r < M, n in [n0, n1), W read as two streams far apart
+// (KernelTable.h): rows n and n + half in one tile, then the odd last row.
+template <int M, class Row>
+void skinnyTwoStreams(const float* x, int64_t xStride, const WeightView& w, int64_t n0, int64_t n1, float* y,
+                      int64_t yStride) {
+    const typename Row::T* base = static_cast<const typename Row::T*>(w.data);
+    const int64_t half = (n1 - n0) / 2;
+    for (int64_t n = n0; n < n0 + half; ++n) {
+        float sums[M][2];   // the tile's y, stride 2: x row r's pair at sums[r]
+        tile<2, M, Row, kTwoStreamPrefetchBytes>(x, xStride, base + n * w.rowStride, half * w.rowStride, w.cols, &sums[0][0], 2);
+        for (int r = 0; r < M; ++r) {
+            y[r * yStride + n] = sums[r][0];
+            y[r * yStride + n + half] = sums[r][1];
+        }
+    }
+    if ((n1 - n0) % 2 != 0)
+        tile<1, M, Row, kTwoStreamPrefetchBytes>(x, xStride, base + (n1 - 1) * w.rowStride, w.rowStride, w.cols, y + n1 - 1, yStride);
+}
+
 // y[r, n] = dot(x row r, W row n) for r < M, n in [n0, n1): whole tiles, then the last rows one
 // at a time.
 template <int M, class Row>
 void skinnyM(const float* x, int64_t xStride, const WeightView& w, int64_t n0, int64_t n1, float* y,
              int64_t yStride) {
+    if constexpr (M <= kTwoStreamMaxRows) return skinnyTwoStreams<M, Row>(x, xStride, w, n0, n1, y, yStride);
     constexpr int R = tileRows(M);
     const typename Row::T* base = static_cast<const typename Row::T*>(w.data);
     int64_t n = n0;
