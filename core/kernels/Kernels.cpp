@@ -157,18 +157,24 @@ constexpr int64_t kRowQuantum = 16;
 constexpr int64_t kMinParallelWeights = 1 << 18;   // skinny: weight elements read
 constexpr int64_t kMinParallelMacs = 1 << 20;      // panel: multiply-adds
 
-// Runs fn(n0, n1) over [0, rows) in blocks of blockRows rows, the blocks spread over ATen's pool
-// in contiguous runs (its OpenMP backend gives each thread one run of consecutive blocks).
+// Runs fn(n0, n1) over [0, rows) in blocks of blockRows rows, spread over ATen's pool: each
+// thread takes the next block not yet taken. Handed out in fixed runs (OpenMP's static split), the
+// pool thread of a 594-token prompt spent 8 % of its samples waiting for the main thread at the end
+// of the panels (perf, 2 threads); which thread computes a block never changes its bits.
 template <class Fn>
 void forEachRowBlock(int64_t rows, int64_t blockRows, bool parallel, const Fn& fn) {
     const int64_t blocks = divUp(rows, blockRows);
-    auto run = [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) fn(b * blockRows, std::min(rows, (b + 1) * blockRows));
-    };
-    if (parallel && blocks > 1)
-        at::parallel_for(0, blocks, 1, run);
-    else
-        run(0, blocks);
+    auto runBlock = [&](int64_t b) { fn(b * blockRows, std::min(rows, (b + 1) * blockRows)); };
+    const int64_t threads = std::max(1, at::get_num_threads());
+    if (!parallel || blocks <= 1 || threads == 1) {
+        for (int64_t b = 0; b < blocks; ++b) runBlock(b);
+        return;
+    }
+    std::atomic<int64_t> next{0};
+    at::parallel_for(0, std::min(threads, blocks), 1, [&](int64_t, int64_t) {
+        for (int64_t b = next.fetch_add(1, std::memory_order_relaxed); b < blocks; b = next.fetch_add(1, std::memory_order_relaxed))
+            runBlock(b);
+    });
 }
 
 // The table's skinny kernel for any m: x in blocks of kSkinnyMaxRows rows, W rows [n0, n1).
