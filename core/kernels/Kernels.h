@@ -20,9 +20,10 @@
 // called. Batch-invariant and thread-count-invariant answers rest on this (docs/internals.md
 // "Determinism").
 // Both split W's rows over the threads of ATen's intra-op pool, the process's one pool (see
-// Runtime.h): the panel kernel in one even share per thread, the skinny kernel in blocks of about
-// 256 KB of weights that each thread takes as it gets free, so a thread slowed by a neighbour does
-// not hold the whole step at the barrier.
+// Runtime.h), in blocks that each thread takes as it gets free, so a thread slowed by a neighbour
+// does fewer: the panel kernel in panels of a few hundred rows (panelRows), the skinny kernel in
+// one block per thread per matrix, which its tiles read as two long streams for one or two rows of
+// x (KernelTable.h).
 //
 // Every SIMD path has a scalar reference beside it; the path is chosen at run time from what the
 // CPU has (AVX-512, AVX2+F16C+FMA, or portable C++), and can be forced for tests and comparisons.
