@@ -164,6 +164,27 @@ constexpr uintptr_t kWeightPrefetchBytes = 512;
 constexpr int64_t kTwoStreamMaxRows = 2;
 constexpr uintptr_t kTwoStreamPrefetchBytes = 4096;
 
+// y[r, n] = dot(x row r, W row n) for r < M, n in [n0, n1): rows n and n + half in one tile of two
+// (tile2), then the odd last row (tile1). The tiles are the ISA file's skinny tile for W's dtype,
+// y[r, i] at y[r * yStride + i], prefetching kTwoStreamPrefetchBytes ahead.
+template <int M, class T>
+static inline void skinnyTwoStreams(void (*tile2)(const float*, int64_t, const T*, int64_t, int64_t, float*, int64_t),
+                                    void (*tile1)(const float*, int64_t, const T*, int64_t, int64_t, float*, int64_t),
+                                    const float* x, int64_t xStride, const WeightView& w, int64_t n0, int64_t n1, float* y,
+                                    int64_t yStride) {
+    const T* base = static_cast<const T*>(w.data);
+    const int64_t half = (n1 - n0) / 2;
+    for (int64_t n = n0; n < n0 + half; ++n) {
+        float sums[M][2];   // tile2's y, stride 2: x row r's pair at sums[r]
+        tile2(x, xStride, base + n * w.rowStride, half * w.rowStride, w.cols, &sums[0][0], 2);
+        for (int r = 0; r < M; ++r) {
+            y[r * yStride + n] = sums[r][0];
+            y[r * yStride + n + half] = sums[r][1];
+        }
+    }
+    if ((n1 - n0) % 2 != 0) tile1(x, xStride, base + (n1 - 1) * w.rowStride, w.rowStride, w.cols, y + n1 - 1, yStride);
+}
+
 // ---- the read roofline's loop, compiled by every ISA file with its own flags (static inline: see
 // the note at the top) ----
 //

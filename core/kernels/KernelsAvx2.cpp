@@ -160,31 +160,14 @@ struct PanelTiles {
     }
 };
 
-// y[r, n] = dot(x row r, W row n) for r < M, n in [n0, n1), W read as two streams far apart
-// (KernelTable.h): rows n and n + half in one tile, then the odd last row.
-template <int M, class Row>
-void skinnyTwoStreams(const float* x, int64_t xStride, const WeightView& w, int64_t n0, int64_t n1, float* y,
-                      int64_t yStride) {
-    const typename Row::T* base = static_cast<const typename Row::T*>(w.data);
-    const int64_t half = (n1 - n0) / 2;
-    for (int64_t n = n0; n < n0 + half; ++n) {
-        float sums[M][2];   // the tile's y, stride 2: x row r's pair at sums[r]
-        tile<2, M, Row, kTwoStreamPrefetchBytes>(x, xStride, base + n * w.rowStride, half * w.rowStride, w.cols, &sums[0][0], 2);
-        for (int r = 0; r < M; ++r) {
-            y[r * yStride + n] = sums[r][0];
-            y[r * yStride + n + half] = sums[r][1];
-        }
-    }
-    if ((n1 - n0) % 2 != 0)
-        tile<1, M, Row, kTwoStreamPrefetchBytes>(x, xStride, base + (n1 - 1) * w.rowStride, w.rowStride, w.cols, y + n1 - 1, yStride);
-}
-
 // y[r, n] = dot(x row r, W row n) for r < M, n in [n0, n1): whole tiles, then the last rows one
 // at a time.
 template <int M, class Row>
 void skinnyM(const float* x, int64_t xStride, const WeightView& w, int64_t n0, int64_t n1, float* y,
              int64_t yStride) {
-    if constexpr (M <= kTwoStreamMaxRows) return skinnyTwoStreams<M, Row>(x, xStride, w, n0, n1, y, yStride);
+    if constexpr (M <= kTwoStreamMaxRows)   // W read as two streams far apart (KernelTable.h)
+        return skinnyTwoStreams<M>(&tile<2, M, Row, kTwoStreamPrefetchBytes>, &tile<1, M, Row, kTwoStreamPrefetchBytes>, x,
+                                   xStride, w, n0, n1, y, yStride);
     constexpr int R = tileRows(M);
     const typename Row::T* base = static_cast<const typename Row::T*>(w.data);
     int64_t n = n0;
