@@ -157,14 +157,13 @@ constexpr int64_t kRowQuantum = 16;
 constexpr int64_t kMinParallelWeights = 1 << 18;   // skinny: weight elements read
 constexpr int64_t kMinParallelMacs = 1 << 20;      // panel: multiply-adds
 
-// Runs fn(n0, n1) over [0, rows) in blocks of blockRows rows, spread over ATen's pool: each
-// thread takes the next block not yet taken. Handed out in fixed runs (OpenMP's static split), the
-// pool thread of a 594-token prompt spent 8 % of its samples waiting for the main thread at the end
-// of the panels (perf, 2 threads); which thread computes a block never changes its bits.
+// Runs runBlock(b) for b in [0, blocks), spread over ATen's pool when `parallel`: each thread takes
+// the next block not yet taken, so a thread slowed by a neighbour does fewer (in fixed runs,
+// OpenMP's static split, the pool thread of a 594-token prompt spent 8 % of its samples waiting for
+// the main thread at the end of the panels; perf, 2 threads). Each block is computed whole by one
+// thread, so which thread takes it never changes its bits.
 template <class Fn>
-void forEachRowBlock(int64_t rows, int64_t blockRows, bool parallel, const Fn& fn) {
-    const int64_t blocks = divUp(rows, blockRows);
-    auto runBlock = [&](int64_t b) { fn(b * blockRows, std::min(rows, (b + 1) * blockRows)); };
+void forEachTakenBlock(int64_t blocks, bool parallel, const Fn& runBlock) {
     const int64_t threads = std::max(1, at::get_num_threads());
     if (!parallel || blocks <= 1 || threads == 1) {
         for (int64_t b = 0; b < blocks; ++b) runBlock(b);
@@ -175,6 +174,12 @@ void forEachRowBlock(int64_t rows, int64_t blockRows, bool parallel, const Fn& f
         for (int64_t b = next.fetch_add(1, std::memory_order_relaxed); b < blocks; b = next.fetch_add(1, std::memory_order_relaxed))
             runBlock(b);
     });
+}
+
+// Runs fn(n0, n1) over [0, rows) in blocks of blockRows rows (forEachTakenBlock).
+template <class Fn>
+void forEachRowBlock(int64_t rows, int64_t blockRows, bool parallel, const Fn& fn) {
+    forEachTakenBlock(divUp(rows, blockRows), parallel, [&](int64_t b) { fn(b * blockRows, std::min(rows, (b + 1) * blockRows)); });
 }
 
 // The table's skinny kernel for any m: x in blocks of kSkinnyMaxRows rows, W rows [n0, n1).
@@ -217,9 +222,8 @@ int64_t skinnyBlockRows(const WeightView& w) {
 
 namespace {
 
-// Runs fn(p, n0, n1) over every block of rows [n0, n1) of every part p, spread over the pool: each
-// thread takes the next block not yet taken until none is left (the rows are independent, so
-// which thread handles a row never changes its bits). Empty parts have no blocks.
+// Runs fn(p, n0, n1) over every block of rows [n0, n1) of every part p, spread over the pool
+// (forEachTakenBlock). Empty parts have no blocks.
 template <class Fn>
 void forEachSkinnyBlock(const WeightView* parts, int count, const Fn& fn) {
     std::vector<int64_t> firstBlock{0}, blockRows;   // block b of part p: b - firstBlock[p]
@@ -237,16 +241,7 @@ void forEachSkinnyBlock(const WeightView* parts, int count, const Fn& fn) {
         const int64_t n0 = (b - firstBlock[p]) * blockRows[p];
         fn(p, n0, std::min(parts[p].rows, n0 + blockRows[p]));
     };
-    const int64_t threads = std::max(1, at::get_num_threads());
-    if (weights < kMinParallelWeights || threads == 1 || blocks <= 1) {
-        for (int64_t b = 0; b < blocks; ++b) runBlock(b);
-        return;
-    }
-    std::atomic<int64_t> next{0};
-    at::parallel_for(0, threads, 1, [&](int64_t, int64_t) {
-        for (int64_t b = next.fetch_add(1, std::memory_order_relaxed); b < blocks; b = next.fetch_add(1, std::memory_order_relaxed))
-            runBlock(b);
-    });
+    forEachTakenBlock(blocks, weights >= kMinParallelWeights, runBlock);
 }
 
 } // namespace
