@@ -148,9 +148,14 @@ private slots:
         QCOMPARE(d.patchSize, 14);
         QCOMPARE(d.mean[0], 0.48145466f);
         QVERIFY(d.doResize && d.doRescale && d.doNormalize);
-        // The size dict is ignored, null means unset.
+        // transformers 5's size dict gives the budget; min_pixels / max_pixels win over it; null means unset.
         const auto s = Qwen2VlImageProcessorConfig::fromJsonString(R"({"size": {"shortest_edge": 1}, "max_pixels": null})", "p.json");
+        QCOMPARE(s.minPixels, int64_t(1));
         QCOMPARE(s.maxPixels, int64_t(1003520));
+        const auto hub = Qwen2VlImageProcessorConfig::fromJsonString(
+            R"({"size": {"shortest_edge": 65536, "longest_edge": 16777216}, "max_pixels": 131072})", "p.json");
+        QCOMPARE(hub.minPixels, int64_t(65536));
+        QCOMPARE(hub.maxPixels, int64_t(131072));
 
         const std::vector<std::pair<std::string, std::string>> bad = {
             {R"({"resample": 2})", "resample"},
@@ -158,6 +163,7 @@ private slots:
             {R"({"min_pixels": 0})", "min_pixels"},
             {R"({"max_pixels": -5})", "max_pixels"},
             {R"({"max_pixels": 3136.5})", "max_pixels"},
+            {R"({"size": {"longest_edge": "big"}})", "size.longest_edge"},
             {R"({"patch_size": 0})", "patch_size"},
             {R"({"temporal_patch_size": true})", "temporal_patch_size"},
             {R"({"merge_size": -2})", "merge_size"},

@@ -5,6 +5,7 @@
 #include "nn/Activation.h"
 #include "nn/AttentionMatmul.h"
 #include "models/qwen2vl/Qwen2VisionRope.h"
+#include "models/qwen2vl/SegmentedAttention.h"
 #include "models/qwen2vl/VisionWindows.h"
 #include "nn/RmsNorm.h"
 
@@ -30,10 +31,6 @@ namespace kvsteer {
 namespace {
 
 std::string blockName(int i, const std::string& rest) { return "vision.blocks." + std::to_string(i) + "." + rest; }
-
-// Attention scores are materialised per chunk of queries: at most this many floats at once
-// (a 2B model's 16 heads over a 1000x1000 image's 5000 patches would otherwise take 1.6 GB).
-constexpr int64_t kScoreElements = int64_t(1) << 25;
 
 } // namespace
 
@@ -103,22 +100,7 @@ at::Tensor Qwen2VisionTower::attention(const at::Tensor& y, const Block& b, cons
     const at::Tensor q = applyVisionRope(qkv.select(1, 0), cos, sin).transpose(0, 1);   // [heads, N, d]
     const at::Tensor k = applyVisionRope(qkv.select(1, 1), cos, sin).transpose(0, 1);
     const at::Tensor v = qkv.select(1, 2).transpose(0, 1);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-    at::Tensor out = at::empty({heads, n, d}, y.options());
-    // Each segment (a frame, or a window) attends to itself only: block-diagonal, non-causal.
-    // Queries go in chunks so the scores stay bounded for large images.
-    int64_t start = 0;
-    for (const int64_t length : segments) {
-        const int64_t chunk = std::max<int64_t>(1, kScoreElements / (heads * length));
-        const at::Tensor ks = k.narrow(1, start, length), vs = v.narrow(1, start, length);
-        for (int64_t row = 0; row < length; row += chunk) {
-            const int64_t rows = std::min(chunk, length - row);
-            const at::Tensor scores = matmulTransposed(q.narrow(1, start + row, rows), ks) * scale;   // [heads, rows, L]
-            const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(y.scalar_type());
-            out.narrow(1, start + row, rows).copy_(matmulPlain(probs, vs));
-        }
-        start += length;
-    }
+    const at::Tensor out = segmentedAttention(q, k, v, segments);   // each frame or window attends to itself
     return applyLinear(out.transpose(0, 1).reshape({n, heads * d}), b.proj, b.projBias);   // [N, E]
 }
 

@@ -33,17 +33,19 @@ void readBool(const json& j, const std::string& file, const char* key, bool& out
     out = it->get<bool>();
 }
 
+// `shownAs`: the field's name in errors when it sits in a sub-object ("size.longest_edge").
 template <typename Int>
-void readPositive(const json& j, const std::string& file, const char* key, Int& out, int64_t most) {
+void readPositive(const json& j, const std::string& file, const char* key, Int& out, int64_t most, const char* shownAs = nullptr) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return;
     const std::string expected = "a positive integer (at most " + std::to_string(most) + ")";
-    if (!it->is_number_integer()) fieldError(file, key, expected, *it);
+    if (!shownAs) shownAs = key;
+    if (!it->is_number_integer()) fieldError(file, shownAs, expected, *it);
     // nlohmann keeps non-negative integers unsigned: check each form in its own type.
     const bool outOfRange = it->is_number_unsigned()
                                 ? it->get<uint64_t>() == 0 || it->get<uint64_t>() > static_cast<uint64_t>(most)
                                 : it->get<int64_t>() <= 0 || it->get<int64_t>() > most;
-    if (outOfRange) fieldError(file, key, expected, *it);
+    if (outOfRange) fieldError(file, shownAs, expected, *it);
     out = static_cast<Int>(it->get<int64_t>());
 }
 
@@ -85,6 +87,13 @@ Qwen2VlImageProcessorConfig Qwen2VlImageProcessorConfig::fromJsonString(const st
     readClipKeys(j, file, cfg);
     readBool(j, file, "do_resize", cfg.doResize);
     constexpr int64_t kMostPixels = int64_t(1) << 40;   // far above any image; keeps h * w products in int64
+    // transformers 5 sizes the image by "size": {"shortest_edge", "longest_edge"} (min / max pixels;
+    // the hub's Qwen3-VL files have only that); min_pixels / max_pixels, where given, win, as there.
+    // (4.45's "size": {"min_pixels", "max_pixels"} repeats the top-level keys.)
+    if (auto size = j.find("size"); size != j.end() && size->is_object()) {
+        readPositive(*size, file, "shortest_edge", cfg.minPixels, kMostPixels, "size.shortest_edge");
+        readPositive(*size, file, "longest_edge", cfg.maxPixels, kMostPixels, "size.longest_edge");
+    }
     readPositive(j, file, "min_pixels", cfg.minPixels, kMostPixels);
     readPositive(j, file, "max_pixels", cfg.maxPixels, kMostPixels);
     readPositive(j, file, "patch_size", cfg.patchSize, 1 << 12);

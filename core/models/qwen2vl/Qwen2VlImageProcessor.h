@@ -18,8 +18,8 @@
 namespace kvsteer {
 
 struct Qwen2VlImageProcessorConfig {
-    // transformers' Qwen2VLImageProcessor defaults; only min_pixels / max_pixels decide the size
-    // (the "size" dict 4.45 writes beside them is ignored, as transformers ignores it).
+    // transformers' Qwen2VLImageProcessor defaults. The pixel budget comes from min_pixels /
+    // max_pixels, else from "size": {"shortest_edge", "longest_edge"} (transformers 5's form).
     int64_t minPixels = 56 * 56;
     int64_t maxPixels = 28 * 28 * 1280;
     int patchSize = 14;

@@ -2,11 +2,9 @@
 
 #include "Error.h"
 #include "io/Checkpoint.h"
+#include "models/qwen2vl/MropePositions.h"
 #include "models/qwen2vl/Qwen2VlConfig.h"
 #include "models/qwen2vl/QwenChatTemplate.h"
-
-#include <ATen/ops/arange.h>
-#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <cmath>
@@ -83,37 +81,12 @@ at::Tensor Qwen2VlModel::encodeImage(const at::Tensor& pixels) const {
 }
 
 void Qwen2VlModel::assignPositions(Prompt& p) const {
-    // transformers' get_rope_index for one image: text counts up by one; the image's tokens
-    // (starting at s) sit at (s, s + k / w', s + k % w'); what follows resumes at max + 1.
-    const int64_t n = static_cast<int64_t>(p.ids.size());
-    p.positionOffset = 0;
-    if (!p.hasImage || config_.text.mropeSection.empty()) return;
-    at::Tensor pos = at::zeros({3, n}, at::kLong);
-    auto* row = pos.data_ptr<int64_t>();
-    const int64_t s = p.span.start, wPrime = p.span.gridWidth;
-    int64_t next = 0;   // the position the next text token gets
-    for (int64_t i = 0; i < n;) {
-        if (i == s) {
-            for (int64_t k = 0; k < p.span.length; ++k) {
-                row[i + k] = s;
-                row[n + i + k] = s + k / wPrime;
-                row[2 * n + i + k] = s + k % wPrime;
-            }
-            next = s + std::max<int64_t>(p.span.gridHeight, p.span.gridWidth);
-            i += p.span.length;
-            continue;
-        }
-        row[i] = row[n + i] = row[2 * n + i] = next++;
-        ++i;
-    }
-    p.positionIds = pos;
-    p.positionOffset = next - n;   // rope delta: decoding continues at cache index + delta
+    if (config_.text.mropeSection.empty()) p.positionOffset = 0;   // Qwen2 text: the cache index
+    else assignMropePositions(p);
 }
 
 std::string Qwen2VlModel::positionRule() const {
-    if (config_.text.mropeSection.empty()) return "0, 1, 2, ... (the cache index)";
-    return "M-RoPE (t, h, w): text counts up, image token k at (s, s + k / w', s + k % w'), then max + 1; decoding at "
-           "cache index + rope delta";
+    return config_.text.mropeSection.empty() ? "0, 1, 2, ... (the cache index)" : mropePositionRule();
 }
 
 std::string Qwen2VlModel::describeVision() const {
