@@ -394,7 +394,7 @@ double trainingForwardParity(const std::string& modelDir, int scenes, uint64_t s
             const Prompt prompt = buildPrompt(*model, questions[q].question, false, &image);
             std::vector<int64_t> ids = prompt.ids;
             ids.insert(ids.end(), seg.tokens.begin() + seg.answerStart, seg.tokens.end() - 1);   // answer, not EOS
-            const Tensor features = model->encodePromptImage(prompt);
+            const Tensor features = model->encodePromptImage(prompt).tokens;
             const TextConfig& t = config.text;
             KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, static_cast<int64_t>(ids.size()), at::kFloat);
             const Tensor hidden = model->decoder().forward(model->embedPrompt(ids, features), cache);

@@ -264,16 +264,28 @@ ProcessResult runProgram(const std::string& program, const std::vector<std::stri
 
 PrefillAgainstReference prefillAgainstReference(const Model& model, const Prompt& p, const SafeTensorsFile& expected) {
     PrefillAgainstReference d;
-    const at::Tensor features = p.hasImage ? model.encodePromptImage(p) : at::Tensor();
-    if (p.hasImage) d.features = relativeDiff(features, expected.tensor("image_features"));
-    const at::Tensor embeds = model.embedPrompt(p.ids, features);
+    const ImageFeatures image = p.hasImage ? model.encodePromptImage(p) : ImageFeatures();
+    if (p.hasImage) d.features = relativeDiff(image.tokens, expected.tensor("image_features"));
+    for (size_t k = 0; k < image.deepstack.size(); ++k)   // Qwen3-VL's DeepStack rows
+        d.features = std::max(d.features, relativeDiff(image.deepstack[k], expected.tensor("deepstack_features." + std::to_string(k))));
+    const at::Tensor embeds = model.embedPrompt(p.ids, image.tokens);
     d.embeds = relativeDiff(embeds, expected.tensor("inputs_embeds"));
     const TextConfig& t = model.config().text;
     KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, int64_t(p.ids.size()), at::kFloat);
     cache.positionOffset = p.positionOffset;
     cache.promptPositions = p.positionIds;
-    const at::Tensor hidden = model.decoder().forward(embeds, cache);
-    d.hidden = relativeDiff(hidden, expected.tensor("last_hidden_state"));
+    ForwardPass pass;
+    pass.captureLayerInputs = true;
+    HiddenAdditions deepstack;
+    deepstack.first = p.span.start;
+    deepstack.afterLayer = image.deepstack;
+    if (!deepstack.empty()) pass.additions = &deepstack;
+    const at::Tensor hidden = model.decoder().forward(embeds, cache, &pass);
+    // Each layer's input where the reference has it (Qwen3-VL: layer_input.<l>, DeepStack added).
+    for (int l = 1; l < t.numLayers; ++l)
+        if (expected.contains("layer_input." + std::to_string(l)))
+            d.hidden = std::max(d.hidden, relativeDiff(pass.layerInputs[size_t(l)], expected.tensor("layer_input." + std::to_string(l))));
+    d.hidden = std::max(d.hidden, relativeDiff(hidden, expected.tensor("last_hidden_state")));
     d.logits = maxAbsDiff(model.decoder().logits(hidden.select(1, hidden.size(1) - 1)), expected.tensor("prefill_last_logits"));
     d.cache = cacheRelativeDiff(cache, expected);
     return d;
@@ -281,7 +293,8 @@ PrefillAgainstReference prefillAgainstReference(const Model& model, const Prompt
 
 std::string PrefillAgainstReference::failure() const {
     const std::tuple<const char*, double, double> stages[] = {
-        {"image_features", features, 1e-4}, {"inputs_embeds", embeds, 1e-4}, {"last_hidden_state", hidden, 1e-4},
+        {"image_features (and deepstack_features)", features, 1e-4}, {"inputs_embeds", embeds, 1e-4},
+        {"layer_input / last_hidden_state", hidden, 1e-4},
         {"prefill_last_logits", logits, 1e-3}, {"past_key (after M-RoPE) / past_value", cache, 1e-4}};
     for (const auto& [stage, difference, tolerance] : stages)
         if (!(difference <= tolerance)) return std::string(stage) + ": " + std::to_string(difference);   // NaN fails too

@@ -26,7 +26,7 @@ class TestCacheReuse : public QObject {
     at::Tensor fullForward(const std::vector<int64_t>& ids, KVCache* cacheOut = nullptr) {
         const TextConfig& t = model_->config().text;
         KVCache cache(t.numLayers, 1, t.numKvHeads, t.headDim, static_cast<int64_t>(ids.size()), at::kFloat);
-        at::Tensor features = prompt_.hasImage ? model_->encodePromptImage(prompt_) : at::Tensor();
+        at::Tensor features = prompt_.hasImage ? model_->encodePromptImage(prompt_).tokens : at::Tensor();
         at::Tensor hidden = model_->decoder().forward(model_->embedPrompt(ids, features), cache);
         if (cacheOut) *cacheOut = cache;
         return model_->decoder().logits(hidden.select(1, hidden.size(1) - 1)).squeeze(0);

@@ -20,6 +20,14 @@ double msSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// An image's DeepStack rows, belonging to the span's tokens (none for most families).
+HiddenAdditions deepstackOf(const ImageFeatures& image, const VisualSpan& span) {
+    HiddenAdditions additions;
+    additions.first = span.start;
+    additions.afterLayer = image.deepstack;
+    return additions;
+}
+
 } // namespace
 
 Session::Session(std::shared_ptr<const Model> model) : model_(std::move(model)) {
@@ -41,7 +49,7 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     prompt_ = prompt;
 
     auto t0 = std::chrono::steady_clock::now();
-    imageFeatures_ = prompt.hasImage ? model_->encodePromptImage(prompt) : at::Tensor();
+    image_ = prompt.hasImage ? model_->encodePromptImage(prompt) : ImageFeatures();
     waitForDevice(model_->format().device);   // a GPU's times count the work, not its launches
     imageEncodeMs_ = msSince(t0);
     if (stopRequested && stopRequested()) return false;
@@ -50,7 +58,7 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     const int64_t n = static_cast<int64_t>(prompt.ids.size()) - 1;   // positions the snapshot keeps
     const bool prefixLm = model_->promptAttention() == PromptAttention::Bidirectional;
     const std::vector<int64_t> kept(prompt.ids.begin(), prompt.ids.end() - 1);
-    at::Tensor embeds = model_->embedPrompt(prefixLm ? prompt.ids : kept, imageFeatures_);
+    at::Tensor embeds = model_->embedPrompt(prefixLm ? prompt.ids : kept, image_.tokens);
     const int64_t capacity = std::min<int64_t>(n + 1 + std::max<int64_t>(reserveTokens, 1), c.text.maxPositionEmbeddings);
     snapshot_ = KVCache(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, capacity,
                         at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));
@@ -59,6 +67,8 @@ bool Session::prefill(const Prompt& prompt, int64_t reserveTokens, const std::fu
     ForwardPass pass;
     pass.stopRequested = stopRequested;
     pass.bidirectional = prefixLm;
+    const HiddenAdditions deepstack = deepstackOf(image_, prompt.span);
+    if (!deepstack.empty()) pass.additions = &deepstack;
     try {
         model_->decoder().forward(embeds, snapshot_, &pass);
     } catch (const ForwardStopped&) {
@@ -81,13 +91,16 @@ KVCache Session::prefillPrefix(const Prompt& prompt, int64_t n) const {
     if (n < 1 || n >= int64_t(prompt.ids.size())) throw Error("prefix reuse: the prefix must be a proper part of the prompt");
     if (prompt.hasImage && prompt.span.end() > n) throw Error("prefix reuse: the prefix must hold the whole image");
     const ModelConfig& c = model_->config();
-    const at::Tensor features = prompt.hasImage ? model_->encodePromptImage(prompt) : at::Tensor();
+    const ImageFeatures features = prompt.hasImage ? model_->encodePromptImage(prompt) : ImageFeatures();
     const std::vector<int64_t> ids(prompt.ids.begin(), prompt.ids.begin() + n);
     KVCache prefix(c.text.numLayers, 1, c.text.numKvHeads, c.text.headDim, n,
                    at::TensorOptions().dtype(model_->format().compute).device(model_->format().device));
     prefix.positionOffset = prompt.positionOffset;
     prefix.promptPositions = prompt.positionIds;
-    model_->decoder().forward(model_->embedPrompt(ids, features), prefix);
+    ForwardPass pass;
+    const HiddenAdditions deepstack = deepstackOf(features, prompt.span);
+    if (!deepstack.empty()) pass.additions = &deepstack;
+    model_->decoder().forward(model_->embedPrompt(ids, features.tokens), prefix, &pass);
     prefix.appendTokens(ids);
     prefix.visualSpan = prompt.span;
     return prefix;
@@ -168,7 +181,7 @@ void Session::prefillFromShared(const KVCache& prefix, const std::vector<Session
         snapshot.visualSpan = p.span;
         Session& s = *sessions[b];
         s.prompt_ = p;
-        s.imageFeatures_ = at::Tensor();   // inside the prefix; not encoded again
+        s.image_ = ImageFeatures();   // inside the prefix; not encoded again
         s.imageEncodeMs_ = 0;
         s.snapshot_ = std::move(snapshot);
         s.prefillMs_ = ms;
@@ -184,22 +197,36 @@ bool Session::holds(const Prompt& prompt) const {
 
 void Session::recomputePrompt(KVCache& cache, int64_t from, const ForwardPass& pass) const {
     requirePrefilled();
-    const std::vector<int64_t> held = cache.tokens();
-    if (from < 0 || from > static_cast<int64_t>(held.size())) throw Error("Session::recomputePrompt: position outside the cache");
-    std::vector<int64_t> ids(held.begin() + from, held.end());
+    std::vector<int64_t> prompt = cache.tokens();   // what the snapshot holds, and for a prefix-LM the last token
+    if (from < 0 || from > static_cast<int64_t>(prompt.size())) throw Error("Session::recomputePrompt: position outside the cache");
+    const bool bidirectional = model_->promptAttention() == PromptAttention::Bidirectional;
+    if (bidirectional) prompt.push_back(lastPromptToken());
+    if (from == static_cast<int64_t>(prompt.size())) return;   // nothing after the edit
     const VisualSpan span = cache.visualSpan;
     const int64_t end = cache.size();
     cache.truncate(from);
     ForwardPass recompute = pass;
-    if (model_->promptAttention() == PromptAttention::Bidirectional) {
-        ids.push_back(lastPromptToken());
-        recompute.bidirectional = true;
-        feed(cache, ids, &recompute);
-        cache.truncate(end);
-    } else if (!ids.empty()) {
-        feed(cache, ids, &recompute);
-    }
+    recompute.bidirectional = bidirectional;
+    if (prompt_.hasImage && from < span.end()) recomputeFromImage(cache, prompt, from, recompute);
+    else feed(cache, std::vector<int64_t>(prompt.begin() + from, prompt.end()), &recompute);
+    if (bidirectional) cache.truncate(end);
     cache.visualSpan = span;
+}
+
+void Session::recomputeFromImage(KVCache& cache, const std::vector<int64_t>& prompt, int64_t from, ForwardPass& pass) const {
+    c10::NoGradGuard noGrad;
+    if (cache.batch() != 1) throw Error("Session::recomputePrompt: recomputes a single-row cache");
+    if (!image_.tokens.defined())
+        throw Error("Session::recomputePrompt: position " + std::to_string(from) +
+                    " is inside the image, whose features this session does not keep (its prefix was reused)");
+    // The image's tokens enter through their features, never their ids, and get their DeepStack
+    // rows again after the first layers: the same inputs the prefill gave them.
+    const int64_t n = static_cast<int64_t>(prompt.size()) - from;
+    const at::Tensor embeds = model_->embedPrompt(prompt, image_.tokens).narrow(1, from, n);
+    const HiddenAdditions deepstack = deepstackOf(image_, prompt_.span);
+    if (!deepstack.empty()) pass.additions = &deepstack;
+    model_->decoder().forward(embeds, cache, &pass);
+    cache.appendTokens(std::vector<int64_t>(prompt.begin() + from, prompt.end()));
 }
 
 at::Tensor Session::forwardIds(KVCache& cache, const at::Tensor& ids, ForwardPass* pass) const {

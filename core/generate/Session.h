@@ -79,7 +79,8 @@ public:
     const Prompt& prompt() const { return prompt_; }
     const KVCache& snapshot() const { return snapshot_; }
     int64_t lastPromptToken() const { return prompt_.ids.back(); }
-    const at::Tensor& imageFeatures() const { return imageFeatures_; }
+    const at::Tensor& imageFeatures() const { return image_.tokens; }   // undefined after prefix reuse
+    const ImageFeatures& image() const { return image_; }
     double imageEncodeMs() const { return imageEncodeMs_; }
     double prefillMs() const { return prefillMs_; }
 
@@ -96,7 +97,9 @@ public:
     // against its first `from` positions (steering's propagate mode, after the image's K/V were
     // edited), with the family's prompt attention: causal, or bidirectional together with the
     // last prompt token (whose K/V are then dropped again, as in prefill). `pass` carries the
-    // attention bias of a spotlight plan.
+    // attention bias of a spotlight plan. `from` may lie inside the image: its tokens are then
+    // computed again from the image's features, DeepStack rows included, which the session keeps
+    // (not after prefix reuse: kvsteer::Error).
     void recomputePrompt(KVCache& cache, int64_t from, const ForwardPass& pass = {}) const;
 
     // Generates from `cache`, seeded with `seedToken` (not yet in the cache). Stops at EOS, at
@@ -110,11 +113,13 @@ public:
 
 private:
     void requirePrefilled() const;
+    // recomputePrompt's path when `from` lies inside the image (see there).
+    void recomputeFromImage(KVCache& cache, const std::vector<int64_t>& prompt, int64_t from, ForwardPass& pass) const;
 
     std::shared_ptr<const Model> model_;
     Prompt prompt_;
     KVCache snapshot_;
-    at::Tensor imageFeatures_;
+    ImageFeatures image_;
     bool prefilled_ = false;
     double imageEncodeMs_ = 0, prefillMs_ = 0;
 };

@@ -52,12 +52,15 @@ struct TextConfig {            // LlamaConfig / GemmaConfig
     bool mlpBias = false;
     bool tieWordEmbeddings = false;
     // Set by the family, not read from JSON: Gemma's (1 + w) RMSNorm and sqrt(hidden) input scale;
-    // Qwen2's q/k/v biases (o_proj has none); Qwen2-VL's M-RoPE sections (frequencies per t, h, w
-    // axis; empty = plain RoPE).
+    // Qwen2's q/k/v biases (o_proj has none); Qwen3's RMSNorm over each head's q and k before RoPE
+    // (q_norm, k_norm); Qwen2-VL's M-RoPE sections (frequencies per t, h, w axis; empty = plain
+    // RoPE), laid out in three runs (Qwen2-VL) or interleaved t, h, w, t, h, w, ... (Qwen3-VL).
     bool normAddsOne = false;
     bool scaleEmbeddings = false;
     bool qkvBiasOnly = false;
+    bool qkNorm = false;
     std::vector<int> mropeSection;
+    bool mropeInterleaved = false;
     int64_t bosTokenId = 1;
     std::vector<int64_t> eosTokenIds{2};
 };

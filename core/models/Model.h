@@ -99,8 +99,9 @@ public:
     // pixels [1, 3, H, W] -> image features [tokens, D], exactly what enters the decoder's rows.
     virtual at::Tensor encodeImage(const at::Tensor& pixels) const = 0;
     // A prompt's image features: what the Session calls. Families whose features depend on more
-    // than the pixels (LLaVA-NeXT: the picture's size) override it.
-    virtual at::Tensor encodePromptImage(const Prompt& prompt) const { return encodeImage(prompt.pixels); }
+    // than the pixels (LLaVA-NeXT: the picture's size) or are more than one tensor (Qwen3-VL's
+    // DeepStack rows) override it.
+    virtual ImageFeatures encodePromptImage(const Prompt& prompt) const { return encodeImage(prompt.pixels); }
     virtual PromptAttention promptAttention() const { return PromptAttention::Causal; }
     // The prompt's RoPE positions (Prompt::positionOffset / positionIds): LLaVA counts from 0,
     // PaliGemma from 1. positionRule() says it in words for `inspect`.

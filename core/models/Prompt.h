@@ -9,11 +9,22 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvsteer {
 
 class Model;
+
+// What one image becomes for the decoder: the rows written over its tokens and, for Qwen3-VL, the
+// DeepStack rows added to the same positions after the first decoder layers (HiddenAdditions).
+// A family without DeepStack gives only the tokens (the constructor from a tensor).
+struct ImageFeatures {
+    ImageFeatures() = default;
+    ImageFeatures(at::Tensor rows) : tokens(std::move(rows)) {}   // NOLINT: implicit on purpose
+    at::Tensor tokens;                    // [N, D]
+    std::vector<at::Tensor> deepstack;    // [k]: [N, D], added after decoder layer k
+};
 
 struct Prompt {
     std::string text;               // the full prompt text, template applied

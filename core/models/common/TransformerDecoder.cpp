@@ -27,6 +27,7 @@
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/softmax.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -63,6 +64,19 @@ at::Tensor loadNorm(const Checkpoint& ckpt, const std::string& name, int64_t d, 
 
 } // namespace
 
+std::vector<int64_t> ropeFrequencyRows(const std::vector<int>& sections, bool interleaved, int64_t halfDim) {
+    std::vector<int64_t> rows;
+    if (sections.empty()) return std::vector<int64_t>(size_t(halfDim), 0);
+    if (interleaved) {
+        for (int64_t j = 0; j < halfDim; ++j)
+            rows.push_back(j % 3 == 1 && j < 3 * sections[1] ? 1 : j % 3 == 2 && j < 3 * sections[2] ? 2 : 0);
+        return rows;
+    }
+    for (size_t axis = 0; axis < sections.size(); ++axis) rows.insert(rows.end(), sections[axis], int64_t(axis));
+    if (int64_t(rows.size()) != halfDim) throw Error("mrope_section must sum to head_dim / 2 (" + std::to_string(halfDim) + ")");
+    return rows;
+}
+
 TransformerDecoder::TransformerDecoder(const TextConfig& c, const Checkpoint& ckpt, const WeightFormat& format) : config_(c), format_(format) {
     const int64_t d = c.hiddenSize, hd = c.headDim, qDim = int64_t(c.numHeads) * hd, kvDim = int64_t(c.numKvHeads) * hd;
     const int64_t inter = c.intermediateSize, vocab = c.vocabSize;
@@ -87,6 +101,10 @@ TransformerDecoder::TransformerDecoder(const TextConfig& c, const Checkpoint& ck
             L.qkvBias = at::cat({loadWeight(ckpt, layerName(i, "self_attn.q_proj.bias"), {qDim}, small),
                                  loadWeight(ckpt, layerName(i, "self_attn.k_proj.bias"), {kvDim}, small),
                                  loadWeight(ckpt, layerName(i, "self_attn.v_proj.bias"), {kvDim}, small)});
+        if (c.qkNorm) {
+            L.qNorm = loadWeight(ckpt, layerName(i, "self_attn.q_norm.weight"), {hd}, small);
+            L.kNorm = loadWeight(ckpt, layerName(i, "self_attn.k_norm.weight"), {hd}, small);
+        }
         L.oWeight = loadLinear(ckpt, layerName(i, "self_attn.o_proj.weight"), {d, qDim}, format);
         if (c.attentionBias) L.oBias = loadWeight(ckpt, layerName(i, "self_attn.o_proj.bias"), {d}, small);
         L.gateUpWeight = loadFusedLinear(ckpt, {layerName(i, "mlp.gate_proj.weight"), layerName(i, "mlp.up_proj.weight")},
@@ -96,15 +114,10 @@ TransformerDecoder::TransformerDecoder(const TextConfig& c, const Checkpoint& ck
     }
 
     // RoPE frequencies exactly as transformers builds them: inv_freq = 1 / theta^(2i/d) in float32.
-    // Frequency i reads position row freqRow_[i]: row 0 for plain RoPE; for M-RoPE the sections
-    // count frequencies per axis (Qwen2-VL [16, 24, 24]: t for the first 16, then h, then w).
+    // Frequency i reads position row freqRow_[i] (ropeFrequencyRows).
     invFreq_ = 1.0 / at::pow(c.ropeTheta, at::arange(0, hd, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(hd));
     if (c.ropeScaling.type == "llama3") invFreq_ = llama3Frequencies(invFreq_, c.ropeScaling);
-    std::vector<int64_t> rows;
-    for (size_t axis = 0; axis < c.mropeSection.size(); ++axis) rows.insert(rows.end(), c.mropeSection[axis], int64_t(axis));
-    if (rows.empty()) rows.assign(size_t(hd / 2), 0);
-    if (int64_t(rows.size()) != hd / 2) throw Error("mrope_section must sum to head_dim / 2 (" + std::to_string(hd / 2) + ")");
-    freqRow_ = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
+    freqRow_ = at::tensor(ropeFrequencyRows(c.mropeSection, c.mropeInterleaved, hd / 2), at::TensorOptions().dtype(at::kLong));
     positionRows_ = c.mropeSection.empty() ? 1 : 3;
     // Gemma's normalizer is a tensor of the hidden states' dtype: sqrt(hidden) rounded to it.
     if (c.scaleEmbeddings)
@@ -221,15 +234,21 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
     if (t > 1 && !bidirectional)   // query i (cache index start+i) sees keys 0..start+i
         mask = at::full({t, start + t}, -std::numeric_limits<double>::infinity(), embeds.options()).triu(start + 1);
     if (pass && pass->captureAttention) pass->attention.assign(layers_.size(), at::Tensor());
+    if (pass && pass->captureLayerInputs) pass->layerInputs.clear();
 
     at::Tensor x = embedScale_ == 1.0 ? embeds : embeds * embedScale_;
     for (size_t l = 0; l < layers_.size(); ++l) {
         if (pass && pass->stopRequested && pass->stopRequested()) throw ForwardStopped{};
+        if (pass && pass->captureLayerInputs) pass->layerInputs.push_back(x);
         const Layer& L = layers_[l];
         at::Tensor qkv = applyLinear(rmsNorm(x, L.inputNorm, config_.rmsNormEps), L.qkvWeight, L.qkvBias);
         at::Tensor q = qkv.narrow(-1, 0, h * hd).view({b, t, h, hd}).transpose(1, 2);
         at::Tensor k = qkv.narrow(-1, h * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
         at::Tensor v = qkv.narrow(-1, (h + hkv) * hd, hkv * hd).view({b, t, hkv, hd}).transpose(1, 2);
+        if (L.qNorm.defined()) {   // Qwen3: each head's q and k RMS-normed before RoPE (v is not)
+            q = rmsNorm(q, L.qNorm, config_.rmsNormEps);
+            k = rmsNorm(k, L.kNorm, config_.rmsNormEps);
+        }
         q = rotateHalf(q, cos, sin);
         k = rotateHalf(k, cos, sin);
         auto [keys, values] = graph ? cache.writeAt(k, v, static_cast<int>(l), graph->cacheIndex) : cache.update(k, v, static_cast<int>(l));
@@ -242,8 +261,19 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& embeds, KVCache& cache,
         at::Tensor gateUp = applyLinear(rmsNorm(x, L.postNorm, config_.rmsNormEps), L.gateUpWeight);
         const int64_t inter = config_.intermediateSize;
         x = x + applyLinear(activateGated(gateUp.narrow(-1, 0, inter), gateUp.narrow(-1, inter, inter), activation()), L.downWeight);
+        if (pass && pass->additions) addAfterLayer(x, l, start, *pass->additions);
     }
     return rmsNorm(x, finalNorm_, config_.rmsNormEps);   // in float32, like transformers' LlamaRMSNorm
+}
+
+void TransformerDecoder::addAfterLayer(at::Tensor& x, size_t l, int64_t start, const HiddenAdditions& additions) const {
+    if (l >= additions.afterLayer.size()) return;
+    const at::Tensor& rows = additions.afterLayer[l];   // [N, D]
+    const int64_t from = std::max(start, additions.first), to = std::min(start + x.size(1), additions.first + rows.size(0));
+    if (from >= to) return;   // this pass covers none of their tokens
+    // x is this layer's fresh output: adding in place touches nothing else. The same float sum as
+    // transformers' hidden[mask] + features, row for row, in every batch row.
+    x.narrow(1, from - start, to - from).add_(rows.narrow(0, from - additions.first, to - from));
 }
 
 std::pair<at::Tensor, at::Tensor> TransformerDecoder::ropeTables(const at::Tensor& positions) const {

@@ -7,7 +7,10 @@
 //   scaleEmbeddings  every input row is multiplied by sqrt(hidden_size) first (Gemma)
 // Every forward pass appends to a KVCache and takes its positions from it: the first new token
 // sits at the position the cache gives for index cache.size() (KVCache::positions: the family's
-// rule, kept with the cache). Qwen2 adds q/k/v biases and, in Qwen2-VL, M-RoPE (mropeSection).
+// rule, kept with the cache). Qwen2 adds q/k/v biases and, in Qwen2-VL, M-RoPE (mropeSection);
+// Qwen3 drops the biases for an RMSNorm over each head's q and k before RoPE (qkNorm), and
+// Qwen3-VL interleaves the M-RoPE axes (mropeInterleaved) and adds DeepStack rows after its first
+// layers (HiddenAdditions).
 #include "io/Config.h"
 #include "nn/Activation.h"
 #include "nn/Linear.h"
@@ -37,6 +40,18 @@ struct GraphStep {
 // captured graph recomputes it on every replay.
 at::Tensor graphStepMask(const at::Tensor& keyIndex, const at::Tensor& cacheIndex, c10::ScalarType dtype);
 
+// Rows added to the hidden states of consecutive tokens right after some decoder layers: how
+// Qwen3-VL's DeepStack feeds the vision tower's intermediate features into the image's positions
+// (afterLayer[k] is added to the output of decoder layer k). They belong to the tokens at cache
+// indices first .. first + N - 1, so any pass that computes some of those tokens (a prefill, a
+// prefix, a recompute from inside the image) adds exactly their rows, and a pass over other
+// tokens adds nothing.
+struct HiddenAdditions {
+    int64_t first = 0;                    // the cache index of the tokens' first
+    std::vector<at::Tensor> afterLayer;   // [k]: [N, D] in the compute dtype, on the device
+    bool empty() const { return afterLayer.empty(); }
+};
+
 // What one forward pass takes besides the embeddings and gives back besides the hidden states:
 // an attention-logit bias in (spotlight steering), the last token's attention weights out (the
 // heatmaps), and a stop check (a long prefill can be cancelled between layers).
@@ -56,7 +71,22 @@ struct ForwardPass {
     std::function<bool()> stopRequested;
     // When set, the pass is a captured decode step (see GraphStep).
     const GraphStep* graphStep = nullptr;
+    // DeepStack rows (Qwen3-VL), added where this pass covers their tokens; none: nothing added.
+    const HiddenAdditions* additions = nullptr;
+    // When set, `layerInputs[l]` receives the hidden states [B, T, D] entering layer l (0: the
+    // scaled embeddings; l > 0: layer l - 1's output with its additions), for inspection and tests.
+    bool captureLayerInputs = false;
+    std::vector<at::Tensor> layerInputs;
 };
+
+// The position row (0 = t, 1 = h, 2 = w) each of the head_dim / 2 RoPE frequencies reads.
+//   plain RoPE       every frequency reads row 0
+//   M-RoPE in runs   (Qwen2-VL) sections count the frequencies per axis: [16, 24, 24] gives t to
+//                    the first 16, h to the next 24, w to the last 24
+//   interleaved      (Qwen3-VL) frequency j reads h when j % 3 == 1 and j < 3 * sections[1], w when
+//                    j % 3 == 2 and j < 3 * sections[2], else t: [24, 20, 20] over 64 frequencies
+//                    gives t {0, 3, ..., 60, 61, 62, 63}, h {1, 4, ..., 58}, w {2, 5, ..., 59}
+std::vector<int64_t> ropeFrequencyRows(const std::vector<int>& sections, bool interleaved, int64_t halfDim);
 
 // Thrown by TransformerDecoder::forward when ForwardPass::stopRequested says so. Not an error.
 struct ForwardStopped {};
@@ -95,9 +125,12 @@ private:
         at::Tensor inputNorm, postNorm;      // (1 + w) already added for Gemma
         LinearWeight qkvWeight, oWeight;     // q, k, v fused: [(H + 2 H_kv) * hd, D]
         at::Tensor qkvBias, oBias;           // biases when the config has them, else undefined
+        at::Tensor qNorm, kNorm;             // [head_dim] RMSNorm weights (Qwen3), else undefined
         LinearWeight gateUpWeight, downWeight; // gate and up fused: [2 I, D]
     };
     Activation activation() const;
+    // x [B, T, D] of cache indices start .. start+T-1, after layer l: the additions that fall there.
+    void addAfterLayer(at::Tensor& x, size_t l, int64_t start, const HiddenAdditions& additions) const;
     at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                          const at::Tensor& bias, at::Tensor* captured) const;
 

@@ -48,7 +48,7 @@ at::Tensor LlavaNextModel::encodeImage(const at::Tensor&) const {
     throw Error("LLaVA-NeXT: image features depend on the picture's size; encode a prompt's image (encodePromptImage)");
 }
 
-at::Tensor LlavaNextModel::encodePromptImage(const Prompt& prompt) const {
+ImageFeatures LlavaNextModel::encodePromptImage(const Prompt& prompt) const {
     if (!prompt.image) throw Error("LLaVA-NeXT: the prompt's image was not through this model's processor");
     return encodeImage(prompt.pixels, {prompt.image->sourceHeight, prompt.image->sourceWidth});
 }

@@ -23,7 +23,7 @@ public:
     PreprocessedImage preprocessImage(const ImageU8& image) const override;
     // Views need the picture's size to be packed: use encodeImage(pixels, picture).
     at::Tensor encodeImage(const at::Tensor& pixels) const override;
-    at::Tensor encodePromptImage(const Prompt& prompt) const override;
+    ImageFeatures encodePromptImage(const Prompt& prompt) const override;
     // pixels [1 + crops, 3, 336, 336] of a picture of that size -> features [tokens, D], packed
     // as the prompt holds them (base view, then the unpadded crop grid with newlines).
     at::Tensor encodeImage(const at::Tensor& pixels, Resolution picture) const;
