@@ -86,6 +86,8 @@ std::string newerName(const std::string& n) {
         return n.rfind(from, 0) == 0 ? to + n.substr(from.size()) : "";
     };
     for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"model.language_model.", "model.language_model."},   // already the newer names (Qwen3-VL)
+             {"model.visual.", "model.visual."},
              {"language_model.model.", "model.language_model."},
              {"language_model.lm_head.", "lm_head."},
              {"vision_tower.", "model.vision_tower."},
@@ -179,6 +181,29 @@ void writeConvertedQwen25Vl(const std::string& dir, c10::ScalarType dtype, int64
                     "fullatt_block_indexes": [1, 3], "in_chans": 3, "tokens_per_second": 4}
 }
 )", roundedTo);
+}
+
+std::string referenceQwen3VlDir() { return referenceDir() + "/tiny-qwen3vl"; }
+
+void writeConvertedQwen3Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes) {
+    // The hub's form (transformers 4.57): RoPE as text_config.rope_theta and rope_scaling with the
+    // [2, 3, 3] sections; keys equal to Qwen3VLConfig's defaults left out (hidden_act, rms_norm_eps,
+    // the patch sizes, in_channels, attention_bias). text_config's tie_word_embeddings says false:
+    // only the top level's counts, so the head stays tied.
+    writeConvertedCopy(referenceQwen3VlDir(), dir, dtype, maxShardBytes, R"({
+  "architectures": ["Qwen3VLForConditionalGeneration"],
+  "model_type": "qwen3_vl",
+  "image_token_id": 3012, "video_token_id": 3013, "vision_start_token_id": 3009, "vision_end_token_id": 3010,
+  "tie_word_embeddings": true,
+  "text_config": {"model_type": "qwen3_vl_text", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 3072,
+                  "max_position_embeddings": 262144, "bos_token_id": 3000, "eos_token_id": 3002, "rope_theta": 5000000,
+                  "rope_scaling": {"mrope_interleaved": true, "mrope_section": [2, 3, 3], "rope_type": "default"},
+                  "tie_word_embeddings": false, "dtype": "bfloat16"},
+  "vision_config": {"model_type": "qwen3_vl", "depth": 4, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+                    "out_hidden_size": 64, "num_position_embeddings": 64, "deepstack_visual_indexes": [1, 2]}
+}
+)");
 }
 
 void writePlainLlamaFromReference(const std::string& dir) {

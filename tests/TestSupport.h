@@ -67,6 +67,10 @@ std::string referenceQwen25VlDir();         // ../shared/reference/tiny-qwen25vl
 // rope_scaling, vision_config.in_chans), trimmed to what differs from transformers' defaults.
 void writeConvertedQwen25Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes,
                             c10::ScalarType roundedTo = c10::ScalarType::Undefined);
+std::string referenceQwen3VlDir();          // ../shared/reference/tiny-qwen3vl
+// tiny-qwen3vl in the hub's config dialect (transformers 4.57: text_config.rope_theta and
+// rope_scaling), trimmed to what differs from transformers' defaults, as `dtype` shards.
+void writeConvertedQwen3Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
 // The reference checkpoint's language model alone, as a plain Llama directory (model_type llama,
 // model.* and lm_head.weight names), for text-only use.
 void writePlainLlamaFromReference(const std::string& dir);

@@ -63,7 +63,7 @@ std::string memoryAdvice(const ModelConfig& c, const Checkpoint& ckpt, const Wei
     }
     remedies->push_back(Remedy::FewerNewTokens);
     // Qwen's processors size the image budget by max_pixels: a real checkpoint's allows 16k tokens.
-    if (c.hasVision && (c.modelType == "qwen2_vl" || c.modelType == "qwen2_5_vl")) {
+    if (c.hasVision && (c.modelType == "qwen2_vl" || c.modelType == "qwen2_5_vl" || c.modelType == "qwen3_vl")) {
         remedies->push_back(Remedy::SmallerImageBudget);
         advice += "a smaller image budget (max_pixels; up to " + std::to_string(c.imageSeqLength()) +
                   " image tokens now) shrinks the KV cache and the prefill; ";

@@ -13,6 +13,8 @@
 #include "models/qwen2vl/Qwen2VlModel.h"
 #include "models/qwen25vl/Qwen25VlConfig.h"
 #include "models/qwen25vl/Qwen25VlModel.h"
+#include "models/qwen3vl/Qwen3VlConfig.h"
+#include "models/qwen3vl/Qwen3VlModel.h"
 
 #include <filesystem>
 
@@ -26,6 +28,7 @@ ModelConfig llavaNextConfig(const std::string& text, const std::string& where) {
 ModelConfig paliGemmaConfig(const std::string& text, const std::string& where) { return parsePaliGemmaConfig(text, where).model; }
 ModelConfig qwen2VlConfig(const std::string& text, const std::string& where) { return parseQwen2VlConfig(text, where).model; }
 ModelConfig qwen25VlConfig(const std::string& text, const std::string& where) { return parseQwen25VlConfig(text, where).model; }
+ModelConfig qwen3VlConfig(const std::string& text, const std::string& where) { return parseQwen3VlConfig(text, where).model; }
 
 template <typename Family>
 std::shared_ptr<Model> loadAs(const std::string& directory, const LoadOptions& options) {
@@ -84,6 +87,10 @@ const std::vector<ModelFamily>& modelFamilies() {
         {"qwen2_5_vl", "Qwen2.5-VL", true, "as Qwen2-VL (grid, template, M-RoPE); its vision tower attends in 112-px windows "
                        "except in a few full-attention blocks",
          qwen25VlConfig, loadQwen25Vl},
+        {"qwen3_vl", "Qwen3-VL", true, "dynamic h/32 x w/32 grid, chat template without a default system prompt, image in the user turn: "
+                     "<|vision_start|><|image_pad|>xN<|vision_end|>{q}, causal prompt, interleaved M-RoPE positions; "
+                     "DeepStack features added at the image positions after the first decoder layers",
+         qwen3VlConfig, loadAs<Qwen3VlModel>},
         {"qwen2", "Qwen2 / Qwen2.5", false, "text-only: chat template with the default system prompt, causal prompt", qwen2VlConfig,
          loadAs<Qwen2VlModel>},
     };
