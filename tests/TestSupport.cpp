@@ -21,6 +21,7 @@
 
 #include <QProcess>
 #include <QStringList>
+#include <QtTest>
 
 namespace kvsteer::test {
 
@@ -186,24 +187,40 @@ void writeConvertedQwen25Vl(const std::string& dir, c10::ScalarType dtype, int64
 std::string referenceQwen3VlDir() { return referenceDir() + "/tiny-qwen3vl"; }
 
 void writeConvertedQwen3Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes) {
-    // The hub's form (transformers 4.57): RoPE as text_config.rope_theta and rope_scaling with the
-    // [2, 3, 3] sections; keys equal to Qwen3VLConfig's defaults left out (hidden_act, rms_norm_eps,
-    // the patch sizes, in_channels, attention_bias). text_config's tie_word_embeddings says false:
-    // only the top level's counts, so the head stays tied.
-    writeConvertedCopy(referenceQwen3VlDir(), dir, dtype, maxShardBytes, R"({
-  "architectures": ["Qwen3VLForConditionalGeneration"],
-  "model_type": "qwen3_vl",
-  "image_token_id": 3012, "video_token_id": 3013, "vision_start_token_id": 3009, "vision_end_token_id": 3010,
-  "tie_word_embeddings": true,
-  "text_config": {"model_type": "qwen3_vl_text", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3,
-                  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 3072,
-                  "max_position_embeddings": 262144, "bos_token_id": 3000, "eos_token_id": 3002, "rope_theta": 5000000,
-                  "rope_scaling": {"mrope_interleaved": true, "mrope_section": [2, 3, 3], "rope_type": "default"},
-                  "tie_word_embeddings": false, "dtype": "bfloat16"},
-  "vision_config": {"model_type": "qwen3_vl", "depth": 4, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
-                    "out_hidden_size": 64, "num_position_embeddings": 64, "deepstack_visual_indexes": [1, 2]}
-}
-)");
+    // The checkpoint's config in the other dialect: transformers 5's text_config.rope_parameters
+    // becomes the hub's (4.57) rope_theta + rope_scaling, and the reverse. Keys equal to
+    // transformers' defaults are left out, and text_config's tie_word_embeddings says the opposite
+    // of the top level's (only the top level counts). Read from the files, so another checkpoint of
+    // the family converts the same way.
+    nlohmann::json c = nlohmann::json::parse(std::ifstream(fs::path(referenceQwen3VlDir()) / "config.json"));
+    nlohmann::json& text = c["text_config"];
+    if (text.contains("rope_parameters")) {
+        nlohmann::json rope = text["rope_parameters"];
+        text["rope_theta"] = rope.value("rope_theta", 500000.0);
+        rope.erase("rope_theta");
+        text["rope_scaling"] = rope;
+        text.erase("rope_parameters");
+    } else if (text.contains("rope_scaling")) {
+        nlohmann::json rope = text["rope_scaling"];
+        rope["rope_theta"] = text.value("rope_theta", 500000.0);
+        text.erase("rope_theta");
+        text["rope_parameters"] = rope;
+        text.erase("rope_scaling");
+    }
+    auto dropDefault = [](nlohmann::json& j, const char* key, const nlohmann::json& value) {
+        if (j.contains(key) && j[key] == value) j.erase(key);
+    };
+    dropDefault(text, "hidden_act", "silu");
+    dropDefault(text, "rms_norm_eps", 1e-6);
+    dropDefault(text, "attention_bias", false);
+    nlohmann::json& vision = c["vision_config"];
+    dropDefault(vision, "hidden_act", "gelu_pytorch_tanh");
+    for (const char* key : {"patch_size", "temporal_patch_size", "spatial_merge_size", "in_channels"})
+        dropDefault(vision, key, std::string(key) == "patch_size" ? 16 : std::string(key) == "in_channels" ? 3 : 2);
+    text["tie_word_embeddings"] = !c.value("tie_word_embeddings", false);
+    c.erase("dtype");
+    text["dtype"] = "bfloat16";
+    writeConvertedCopy(referenceQwen3VlDir(), dir, dtype, maxShardBytes, c.dump(2));
 }
 
 void writePlainLlamaFromReference(const std::string& dir) {
@@ -349,6 +366,20 @@ std::pair<std::string, std::vector<float>> readNpy(const std::string& path) {
     std::vector<float> values((bytes.size() - 10 - headerLength) / sizeof(float));
     std::memcpy(values.data(), bytes.data() + 10 + headerLength, values.size() * sizeof(float));
     return {header.substr(open + 10, close - open - 10), values};
+}
+
+Prompt casePrompt(const Model& model, const nlohmann::json& c, const char* textField) {
+    const std::string text = c[textField].get<std::string>();
+    if (c["image"].is_null()) return buildPrompt(model, text, false, nullptr);
+    const ImageU8 image = loadImage(referenceDir() + "/images/" + c["image"].get<std::string>());
+    return buildPrompt(model, text, false, &image);
+}
+
+void addCaseRows(const std::vector<const char*>& cases, const std::vector<const char*>& variants) {
+    QTest::addColumn<QString>("caseName");
+    QTest::addColumn<QString>("variant");
+    for (const char* v : variants)
+        for (const char* c : cases) QTest::newRow((std::string(c) + "/" + v).c_str()) << QString(c) << QString(v);
 }
 
 std::string errorOf(const std::function<void()>& f) {

@@ -68,8 +68,9 @@ std::string referenceQwen25VlDir();         // ../shared/reference/tiny-qwen25vl
 void writeConvertedQwen25Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes,
                             c10::ScalarType roundedTo = c10::ScalarType::Undefined);
 std::string referenceQwen3VlDir();          // ../shared/reference/tiny-qwen3vl
-// tiny-qwen3vl in the hub's config dialect (transformers 4.57: text_config.rope_theta and
-// rope_scaling), trimmed to what differs from transformers' defaults, as `dtype` shards.
+// tiny-qwen3vl with its config in the other dialect (transformers 5's rope_parameters <-> the
+// hub's rope_theta + rope_scaling), trimmed to what differs from transformers' defaults, as
+// `dtype` shards.
 void writeConvertedQwen3Vl(const std::string& dir, c10::ScalarType dtype, int64_t maxShardBytes);
 // The reference checkpoint's language model alone, as a plain Llama directory (model_type llama,
 // model.* and lm_head.weight names), for text-only use.
@@ -107,6 +108,13 @@ struct PrefillAgainstReference {
     std::string failure() const;
 };
 PrefillAgainstReference prefillAgainstReference(const Model& model, const Prompt& prompt, const SafeTensorsFile& expected);
+
+// A reference case's prompt: its `textField` (the question) in the family's template, with the
+// case's image (images/<image>) when it names one.
+Prompt casePrompt(const Model& model, const nlohmann::json& c, const char* textField = "user_text");
+// Qt Test data rows "case/variant" with the columns caseName and variant: every case on every
+// model copy (call it in a test's _data function).
+void addCaseRows(const std::vector<const char*>& cases, const std::vector<const char*>& variants);
 
 // The message of the kvsteer::Error `f` throws, or "" when it throws none.
 std::string errorOf(const std::function<void()>& f);

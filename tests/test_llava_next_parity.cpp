@@ -49,18 +49,7 @@ class TestLlavaNextParity : public QObject {
     std::map<std::string, std::shared_ptr<Model>> models_;
     QTemporaryDir tmp_;
 
-    Prompt promptFor(const Model& model, const nlohmann::json& c) {
-        const ImageU8 image = loadImage(referenceDir() + "/images/" + c["image"].get<std::string>());
-        return buildPrompt(model, c["user_text"].get<std::string>(), false, &image);
-    }
-
-    static void addRows() {
-        QTest::addColumn<QString>("caseName");
-        QTest::addColumn<QString>("variant");
-        for (const char* v : {"nested", "trimmed-sharded"})
-            for (const char* c : {"red_square", "gradient", "stripes_tall"})
-                QTest::newRow((std::string(c) + "/" + v).c_str()) << QString(c) << QString(v);
-    }
+    static void addRows() { addCaseRows({"red_square", "gradient", "stripes_tall"}, {"nested", "trimmed-sharded"}); }
 
 private slots:
     void initTestCase() {
@@ -131,7 +120,7 @@ private slots:
         QFETCH(QString, variant);
         const auto c = ref_.caseInfo(caseName.toStdString());
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const Prompt p = promptFor(*models_[variant.toStdString()], c);
+        const Prompt p = casePrompt(*models_[variant.toStdString()], c);
         QCOMPARE(p.text, c["prompt"].get<std::string>());
         QCOMPARE(p.ids, toIds(expected.tensor("input_ids")));
         QCOMPARE(int64_t(p.ids.size()), c["L"].get<int64_t>());
@@ -149,7 +138,7 @@ private slots:
         const auto c = ref_.caseInfo(caseName.toStdString());
         const auto& model = *models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const std::string failure = prefillAgainstReference(model, promptFor(model, c), expected).failure();
+        const std::string failure = prefillAgainstReference(model, casePrompt(model, c), expected).failure();
         QVERIFY2(failure.empty(), failure.c_str());
     }
 
@@ -161,7 +150,7 @@ private slots:
         auto model = models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         Session session(model);
-        session.prefill(promptFor(*model, c), 20);
+        session.prefill(casePrompt(*model, c), 20);
         KVCache cache = session.snapshot().clone();
         const at::Tensor reuse = session.feed(cache, {session.lastPromptToken()});
         QVERIFY2(maxAbsDiff(reuse, expected.tensor("cache_reuse.last_logits").squeeze(0)) <= 1e-3, "cache_reuse.last_logits");
@@ -183,7 +172,7 @@ private slots:
         auto model = models_["f16"];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         Session session(model);
-        session.prefill(promptFor(*model, c), 20);
+        session.prefill(casePrompt(*model, c), 20);
         KVCache cache = session.snapshot().clone();
         const at::Tensor logits = session.feed(cache, {session.lastPromptToken()});
         QVERIFY(maxAbsDiff(logits, expected.tensor("prefill_last_logits").squeeze(0)) <= 0.25);

@@ -37,19 +37,7 @@ class TestQwen25VlParity : public QObject {
     std::map<std::string, std::shared_ptr<Model>> models_;
     QTemporaryDir tmp_;
 
-    Prompt promptFor(const Model& model, const nlohmann::json& c) {
-        if (c["image"].is_null()) return buildPrompt(model, c["user_text"].get<std::string>(), false, nullptr);
-        const ImageU8 image = loadImage(referenceDir() + "/images/" + c["image"].get<std::string>());
-        return buildPrompt(model, c["user_text"].get<std::string>(), false, &image);
-    }
-
-    static void addRows() {
-        QTest::addColumn<QString>("caseName");
-        QTest::addColumn<QString>("variant");
-        for (const char* v : {"nested", "flat-sharded"})
-            for (const char* c : {"red_square", "gradient", "text_only"})
-                QTest::newRow((std::string(c) + "/" + v).c_str()) << QString(c) << QString(v);
-    }
+    static void addRows() { addCaseRows({"red_square", "gradient", "text_only"}, {"nested", "flat-sharded"}); }
 
 private slots:
     void initTestCase() {
@@ -128,7 +116,7 @@ private slots:
         const auto c = ref_.caseInfo(caseName.toStdString());
         const auto& model = dynamic_cast<const Qwen2VlModel&>(*models_[variant.toStdString()]);
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const Prompt p = promptFor(model, c);
+        const Prompt p = casePrompt(model, c);
         QCOMPARE(p.text, c["prompt"].get<std::string>());
         QCOMPARE(p.ids, toIds(expected.tensor("input_ids")));
         QCOMPARE(p.positionOffset, toIds(expected.tensor("rope_deltas"))[0]);
@@ -150,7 +138,7 @@ private slots:
         const auto c = ref_.caseInfo(caseName.toStdString());
         const auto& model = *models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const std::string failure = prefillAgainstReference(model, promptFor(model, c), expected).failure();
+        const std::string failure = prefillAgainstReference(model, casePrompt(model, c), expected).failure();
         QVERIFY2(failure.empty(), failure.c_str());
     }
 
@@ -162,7 +150,7 @@ private slots:
         auto model = models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         Session session(model);
-        session.prefill(promptFor(*model, c), 20);
+        session.prefill(casePrompt(*model, c), 20);
         KVCache cache = session.snapshot().clone();
         const at::Tensor reuse = session.feed(cache, {session.lastPromptToken()});
         QVERIFY2(maxAbsDiff(reuse, expected.tensor("cache_reuse.last_logits").squeeze(0)) <= 1e-3, "cache_reuse.last_logits");
@@ -224,8 +212,8 @@ private slots:
         // the two compute the same numbers up to summation order.
         const auto c = ref_.caseInfo("gradient");
         Session bf16(models_["bf16"]), twin(models_["twin"]);
-        bf16.prefill(promptFor(*models_["bf16"], c), 20);
-        twin.prefill(promptFor(*models_["twin"], c), 20);
+        bf16.prefill(casePrompt(*models_["bf16"], c), 20);
+        twin.prefill(casePrompt(*models_["twin"], c), 20);
         QVERIFY(relativeDiff(bf16.imageFeatures(), twin.imageFeatures()) <= 1e-5);
         for (int l = 0; l < 3; ++l) {
             QVERIFY(relativeDiff(bf16.snapshot().keys(l), twin.snapshot().keys(l)) <= 1e-5);

@@ -28,7 +28,6 @@
 using namespace kvsteer;
 using namespace kvsteer::test;
 
-
 class TestQwen2VlParity : public QObject {
     Q_OBJECT
 
@@ -36,19 +35,7 @@ class TestQwen2VlParity : public QObject {
     std::map<std::string, std::shared_ptr<Model>> models_;
     QTemporaryDir tmp_;
 
-    Prompt promptFor(const Model& model, const nlohmann::json& c) {
-        if (c["image"].is_null()) return buildPrompt(model, c["user_text"].get<std::string>(), false, nullptr);
-        const ImageU8 image = loadImage(referenceDir() + "/images/" + c["image"].get<std::string>());
-        return buildPrompt(model, c["user_text"].get<std::string>(), false, &image);
-    }
-
-    static void addRows() {
-        QTest::addColumn<QString>("caseName");
-        QTest::addColumn<QString>("variant");
-        for (const char* v : {"f32", "bf16-sharded"})
-            for (const char* c : {"red_square", "gradient", "shapes", "checker", "text_only"})
-                QTest::newRow((std::string(c) + "/" + v).c_str()) << QString(c) << QString(v);
-    }
+    static void addRows() { addCaseRows({"red_square", "gradient", "shapes", "checker", "text_only"}, {"f32", "bf16-sharded"}); }
 
 private slots:
     void initTestCase() {
@@ -83,7 +70,7 @@ private slots:
         QFETCH(QString, variant);
         const auto c = ref_.caseInfo(caseName.toStdString());
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const Prompt p = promptFor(*models_[variant.toStdString()], c);
+        const Prompt p = casePrompt(*models_[variant.toStdString()], c);
         QCOMPARE(p.text, c["prompt"].get<std::string>());
         QCOMPARE(p.ids, toIds(expected.tensor("input_ids")));
         const int64_t delta = toIds(expected.tensor("rope_deltas"))[0];
@@ -107,7 +94,7 @@ private slots:
         const auto c = ref_.caseInfo(caseName.toStdString());
         const auto& model = *models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const std::string failure = prefillAgainstReference(model, promptFor(model, c), expected).failure();
+        const std::string failure = prefillAgainstReference(model, casePrompt(model, c), expected).failure();
         QVERIFY2(failure.empty(), failure.c_str());
     }
 
@@ -119,7 +106,7 @@ private slots:
         auto model = models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         Session session(model);
-        session.prefill(promptFor(*model, c), 20);
+        session.prefill(casePrompt(*model, c), 20);
         // The seed complaint: prefill L-1, feed the last token through the cache = full prefill.
         KVCache cache = session.snapshot().clone();
         const at::Tensor reuse = session.feed(cache, {session.lastPromptToken()});
@@ -143,8 +130,8 @@ private slots:
         const SafeTensorsFile expected(ref_.tensorsPath("qwen2_text_only"));
         const auto c = ref_.caseInfo("text_only");
         Session text(models_["qwen2"]), vl(models_["f32"]);
-        text.prefill(promptFor(*models_["qwen2"], c), 20);
-        vl.prefill(promptFor(*models_["f32"], c), 20);
+        text.prefill(casePrompt(*models_["qwen2"], c), 20);
+        vl.prefill(casePrompt(*models_["f32"], c), 20);
         QCOMPARE(text.prompt().ids, toIds(expected.tensor("input_ids")));
         for (int l = 0; l < 3; ++l) {
             QVERIFY(at::equal(text.snapshot().keys(l), vl.snapshot().keys(l)));

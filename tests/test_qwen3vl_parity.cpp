@@ -1,12 +1,13 @@
 // Parity with Hugging Face transformers' own Qwen3-VL on tiny-qwen3vl (transformers 5.3, float32):
 // the config in both dialects and its defaults, ids, pixels, M-RoPE positions and rope deltas,
 // every stage of the tower (patch embedding, the interpolated position table, the blocks, the
-// merger and both DeepStack mergers), each decoder layer's input (DeepStack added), K/V, logits,
+// merger and every DeepStack merger), each decoder layer's input (DeepStack added), K/V, logits,
 // cache reuse, 20 greedy ids with their top-5 logits at every step, on every case — also from a
-// bfloat16 copy in the hub's dialect, sharded (the reference's weights are bfloat16 numbers, so
-// it must match the reference itself). Then DeepStack where steering meets it: a recompute of
-// the prompt from inside the image gives the prefill's K/V bit for bit, a zero plan changes
-// nothing, and a vector from two images turns the gradient's answer on its 8 x 14 grid.
+// bfloat16 copy with the config in the other dialect, sharded (the reference's weights are
+// bfloat16 numbers, so it must match the reference itself). Then DeepStack where steering meets
+// it: a recompute of the prompt from inside the image gives the prefill's K/V bit for bit, a zero
+// plan changes nothing, and a vector from two images turns the gradient's answer on its grid. The
+// checks read the checkpoint's config and the reference's summary, not tiny-qwen3vl's sizes.
 #include "TestSupport.h"
 #include "cache/KVCache.h"
 #include "generate/Session.h"
@@ -27,6 +28,7 @@
 #include <ATen/ops/zeros.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <map>
 
 #include <QTemporaryDir>
@@ -59,54 +61,47 @@ class TestQwen3VlParity : public QObject {
     std::map<std::string, std::shared_ptr<Model>> models_;
     QTemporaryDir tmp_;
 
-    Prompt promptFor(const Model& model, const nlohmann::json& c) {
-        if (c["image"].is_null()) return buildPrompt(model, c["user_text"].get<std::string>(), false, nullptr);
-        const ImageU8 image = loadImage(referenceDir() + "/images/" + c["image"].get<std::string>());
-        return buildPrompt(model, c["user_text"].get<std::string>(), false, &image);
-    }
-
-    static void addRows() {
-        QTest::addColumn<QString>("caseName");
-        QTest::addColumn<QString>("variant");
-        for (const char* v : {"nested", "hub-bf16-sharded"})
-            for (const char* c : {"red_square", "gradient", "text_only"})
-                QTest::newRow((std::string(c) + "/" + v).c_str()) << QString(c) << QString(v);
-    }
+    static void addRows() { addCaseRows({"red_square", "gradient", "text_only"}, {"own", "other-dialect-bf16"}); }
 
 private slots:
     void initTestCase() {
         QVERIFY2(ref_.load(), "reference summary.json not found: is ../shared beside the checkout?");
         QVERIFY(tmp_.isValid());
-        const std::string hub = tmp_.filePath("hub").toStdString();
-        writeConvertedQwen3Vl(hub, at::kBFloat16, 256 * 1024);
-        models_["nested"] = loadModel(referenceQwen3VlDir());
-        models_["hub-bf16-sharded"] = loadModel(hub);
+        const std::string other = tmp_.filePath("other").toStdString();
+        writeConvertedQwen3Vl(other, at::kBFloat16, 256 * 1024);
+        models_["own"] = loadModel(referenceQwen3VlDir());
+        models_["other-dialect-bf16"] = loadModel(other);
     }
 
+    // The checkpoint's config and its copy in the other dialect read alike, and as transformers
+    // reads the files: the keys they state, and transformers' defaults for the rest.
     void bothDialectsReadTheSameConfig() {
-        const Model& nested = *models_["nested"];
-        const Model& hub = *models_["hub-bf16-sharded"];
-        QCOMPARE(nested.familyName(), std::string("Qwen3-VL"));
-        QCOMPARE(hub.config().configHash, nested.config().configHash);
-        QCOMPARE(hub.weightsDtype(), std::string("bfloat16"));
-        for (const Model* m : {&nested, &hub}) {
+        const Model& own = *models_["own"];
+        const Model& other = *models_["other-dialect-bf16"];
+        QCOMPARE(own.familyName(), std::string("Qwen3-VL"));
+        QCOMPARE(other.config().configHash, own.config().configHash);
+        QCOMPARE(other.weightsDtype(), std::string("bfloat16"));
+        const nlohmann::json c = nlohmann::json::parse(std::ifstream(referenceQwen3VlDir() + "/config.json"));
+        const nlohmann::json& text = c["text_config"];
+        const nlohmann::json rope = text.contains("rope_parameters") ? text["rope_parameters"] : text.value("rope_scaling", nlohmann::json::object());
+        for (const Model* m : {&own, &other}) {
             const TextConfig& t = m->config().text;
-            QCOMPARE(t.headDim, 16);
-            QCOMPARE(t.ropeTheta, 5e6);
-            QCOMPARE(t.mropeSection, (std::vector<int>{2, 3, 3}));
-            QVERIFY(t.mropeInterleaved && t.qkNorm && !t.qkvBiasOnly && !t.attentionBias);
-            QVERIFY2(t.tieWordEmbeddings, "the top level's tie_word_embeddings counts, not text_config's");
+            QCOMPARE(t.headDim, text.value("head_dim", 128));
+            QCOMPARE(t.ropeTheta, rope.value("rope_theta", text.value("rope_theta", 500000.0)));
+            QCOMPARE(t.mropeSection, rope.value("mrope_section", std::vector<int>{24, 20, 20}));
+            QVERIFY(t.mropeInterleaved && t.qkNorm && !t.qkvBiasOnly);
+            QVERIFY2(t.tieWordEmbeddings == c.value("tie_word_embeddings", false), "the top level's tie_word_embeddings counts, not text_config's");
+            const Qwen3VisionConfig& v = dynamic_cast<const Qwen3VlModel&>(*m).visionTower().config();
+            QCOMPARE(v.positionSide() * v.positionSide(), c["vision_config"].value("num_position_embeddings", 2304));
+            QCOMPARE(v.deepstackVisualIndexes, c["vision_config"].value("deepstack_visual_indexes", std::vector<int>{8, 16, 24}));
+            const auto& processor = dynamic_cast<const Qwen3VlModel&>(*m).imageConfig();
+            QCOMPARE(processor.maxPixels, ref_.summary["image_processor"]["max_pixels"].get<int64_t>());
+            QCOMPARE(processor.minPixels, ref_.summary["image_processor"]["min_pixels"].get<int64_t>());
+            QCOMPARE(processor.mean[0], 0.5f);
+            QCOMPARE(processor.factor(), v.patchSize * v.spatialMergeSize);
         }
-        const Qwen3VisionConfig& v = dynamic_cast<const Qwen3VlModel&>(hub).visionTower().config();
-        QCOMPARE(v.positionSide(), 8);
-        QCOMPARE(v.deepstackVisualIndexes, (std::vector<int>{1, 2}));
-        QCOMPARE(v.hiddenAct, std::string("gelu_pytorch_tanh"));
-        const auto& processor = dynamic_cast<const Qwen3VlModel&>(nested).imageConfig();
-        QCOMPARE(processor.factor(), 32);
-        QCOMPARE(processor.maxPixels, int64_t(131072));   // preprocessor_config.json's size.longest_edge
-        QCOMPARE(processor.mean[0], 0.5f);
         // Another family's model is another model: its vector files do not fit this one.
-        QVERIFY(loadModel(referenceQwen25VlDir())->config().configHash != nested.config().configHash);
+        QVERIFY(loadModel(referenceQwen25VlDir())->config().configHash != own.config().configHash);
     }
 
     // What a trimmed config leaves to transformers' defaults, and what it refuses.
@@ -164,7 +159,7 @@ private slots:
         const auto c = ref_.caseInfo(caseName.toStdString());
         const auto& model = dynamic_cast<const Qwen3VlModel&>(*models_[variant.toStdString()]);
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const Prompt p = promptFor(model, c);
+        const Prompt p = casePrompt(model, c);
         QCOMPARE(p.text, c["prompt"].get<std::string>());
         QCOMPARE(p.ids, toIds(expected.tensor("input_ids")));
         QCOMPARE(p.positionOffset, toIds(expected.tensor("rope_deltas"))[0]);
@@ -198,18 +193,20 @@ private slots:
         if (c["image"].is_null()) QSKIP("text_only has no image");
         const auto& model = dynamic_cast<const Qwen3VlModel&>(*models_[variant.toStdString()]);
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const Prompt p = promptFor(model, c);
-        const GridThw grid{1, p.pixels.size(2) / 16, p.pixels.size(3) / 16};
-        QCOMPARE(toIds(patchPositions(grid, 2)), toIds(expected.tensor("vision_pos_ids")));
+        const Prompt p = casePrompt(model, c);
+        const int patch = model.imageConfig().patchSize;
+        const GridThw grid{1, p.pixels.size(2) / patch, p.pixels.size(3) / patch};
+        QCOMPARE(toIds(patchPositions(grid, model.imageConfig().mergeSize)), toIds(expected.tensor("vision_pos_ids")));
         Qwen3VisionTower::Trace trace;
         const ImageFeatures f = model.encodePixels(p.pixels, &trace);
-        const std::pair<const char*, at::Tensor> stages[] = {
+        std::vector<std::pair<std::string, at::Tensor>> stages = {
             {"vision_patch_embeddings", trace.patchEmbeddings}, {"vision_pos_embeds", trace.positionEmbeddings},
-            {"vision_block_output", trace.blockOutput},         {"image_features", f.tokens},
-            {"deepstack_features.0", f.deepstack.at(0)},        {"deepstack_features.1", f.deepstack.at(1)}};
+            {"vision_block_output", trace.blockOutput}, {"image_features", f.tokens}};
+        QCOMPARE(f.deepstack.size(), model.visionTower().config().deepstackVisualIndexes.size());
+        for (size_t k = 0; k < f.deepstack.size(); ++k) stages.push_back({"deepstack_features." + std::to_string(k), f.deepstack[k]});
         for (const auto& [name, ours] : stages) {
             const double d = relativeDiff(ours, expected.tensor(name));
-            QVERIFY2(d <= 1e-4, (std::string(name) + ": " + std::to_string(d)).c_str());
+            QVERIFY2(d <= 1e-4, (name + ": " + std::to_string(d)).c_str());
         }
     }
 
@@ -220,7 +217,7 @@ private slots:
         const auto c = ref_.caseInfo(caseName.toStdString());
         const auto& model = *models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
-        const std::string failure = prefillAgainstReference(model, promptFor(model, c), expected).failure();
+        const std::string failure = prefillAgainstReference(model, casePrompt(model, c), expected).failure();
         QVERIFY2(failure.empty(), failure.c_str());
     }
 
@@ -232,7 +229,7 @@ private slots:
         auto model = models_[variant.toStdString()];
         const SafeTensorsFile expected(ref_.tensorsPath(caseName.toStdString()));
         Session session(model);
-        session.prefill(promptFor(*model, c), 20);
+        session.prefill(casePrompt(*model, c), 20);
         QVERIFY2(cacheRelativeDiff(session.snapshot(), expected) <= 1e-4, "the snapshot's K/V");
         KVCache cache = session.snapshot().clone();
         const at::Tensor reuse = session.feed(cache, {session.lastPromptToken()});
@@ -246,7 +243,7 @@ private slots:
 
     // Qwen3-VL's template has no default system prompt; --system adds the turn.
     void systemTurnOnlyWhenGiven() {
-        QVERIFY(models_["nested"]->takesSystemMessage());
+        QVERIFY(models_["own"]->takesSystemMessage());
         LoadOptions o;
         o.systemMessage = "Answer in one word.";
         const auto model = loadModel(referenceQwen3VlDir(), o);
@@ -257,7 +254,7 @@ private slots:
     // A video's token in a raw prompt is refused by name, not read as text.
     void videosAreRefused() {
         const std::string why = errorOf([&] {
-            buildPrompt(*models_["nested"], "<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|>Go<|im_end|>\n", true, nullptr);
+            buildPrompt(*models_["own"], "<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|>Go<|im_end|>\n", true, nullptr);
         });
         QVERIFY2(why.find("video") != std::string::npos && why.find("images only") != std::string::npos, why.c_str());
     }
@@ -265,15 +262,15 @@ private slots:
     // The K/V of layer 0 carry only the main features; DeepStack reaches every later layer. A
     // recompute of the prompt from anywhere — inside the image (its tokens entering through their
     // features, DeepStack rows added again after layers 0 and 1), at its end (propagate's own
-    // start) — gives the prefill's K/V bit for bit. Without the DeepStack rows, layers 1 and 2 differ.
+    // start) — gives the prefill's K/V bit for bit. Without the DeepStack rows every later layer differs.
     void deepstackRecomputeIsBitIdentical() {
-        auto model = models_["nested"];
+        auto model = models_["own"];
         const auto c = ref_.caseInfo("red_square");
         Session session(model);
-        session.prefill(promptFor(*model, c), 8);
+        session.prefill(casePrompt(*model, c), 8);
         const KVCache& snapshot = session.snapshot();
         const VisualSpan span = snapshot.visualSpan;
-        for (int64_t from : {int64_t(0), span.start, span.start + 37, span.end(), snapshot.size() - 3}) {
+        for (int64_t from : {int64_t(0), span.start, span.start + span.length / 3, span.end(), snapshot.size() - 3}) {
             KVCache recomputed = snapshot.clone();
             session.recomputePrompt(recomputed, from);
             QCOMPARE(recomputed.size(), snapshot.size());
@@ -281,7 +278,7 @@ private slots:
             std::string where;
             QVERIFY2(sameCache(recomputed, snapshot, snapshot.size(), &where), ("from " + std::to_string(from) + ": " + where).c_str());
         }
-        // The same forward without the rows: layer 0 unchanged, layers 1 and 2 not.
+        // The same forward without the rows: layer 0 unchanged, every later layer not.
         const Prompt& p = session.prompt();
         const std::vector<int64_t> kept(p.ids.begin(), p.ids.end() - 1);
         const TextConfig& t = model->config().text;
@@ -290,14 +287,15 @@ private slots:
         bare.promptPositions = p.positionIds;
         model->decoder().forward(model->embedPrompt(kept, session.image().tokens), bare);
         QVERIFY(at::equal(bare.keys(0).narrow(2, 0, snapshot.size()), snapshot.keys(0).narrow(2, 0, snapshot.size())));
-        for (int l : {1, 2}) QVERIFY(!at::equal(bare.values(l).narrow(2, 0, snapshot.size()), snapshot.values(l).narrow(2, 0, snapshot.size())));
+        for (int l = 1; l < t.numLayers; ++l)
+            QVERIFY(!at::equal(bare.values(l).narrow(2, 0, snapshot.size()), snapshot.values(l).narrow(2, 0, snapshot.size())));
     }
 
-    // Steering on the gradient's 8 x 14 grid: strength 0 changes nothing (edit-only and propagate),
+    // Steering on the gradient's own grid (8 x 14 on tiny-qwen3vl): strength 0 changes nothing (edit-only and propagate),
     // a vector from two 500 x 300 images (the gradient and its colours inverted), painted over the
     // whole grid, changes the answer.
     void imagePairVectorSteersTheGradient() {
-        auto model = models_["nested"];
+        auto model = models_["own"];
         const ImageU8 a = loadImage(referenceDir() + "/images/gradient_500x300.png");
         ImageU8 b = a;
         for (uint8_t& v : b.rgb) v = uint8_t(255 - v);
@@ -305,11 +303,12 @@ private slots:
         Session session(model);
         session.prefill(buildPrompt(*model, "What colors do you see?", false, &a), 16);
         const VisualSpan& span = session.snapshot().visualSpan;
-        QCOMPARE(span.gridHeight, 8);
-        QCOMPARE(span.gridWidth, 14);
+        const std::vector<int64_t> merged = ref_.caseInfo("gradient")["merged_grid_hw"].get<std::vector<int64_t>>();
+        QCOMPARE(int64_t(span.gridHeight), merged[0]);
+        QCOMPARE(int64_t(span.gridWidth), merged[1]);
         SteeringPlan plan;
         plan.vectors = v;
-        plan.strength = at::ones({8, 14});
+        plan.strength = at::ones({span.gridHeight, span.gridWidth});
         GenerationOptions gen;
         gen.maxNewTokens = 12;
         gen.stopAtEos = false;
