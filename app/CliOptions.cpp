@@ -52,9 +52,9 @@ std::shared_ptr<Model> loadModel(const CommandLine& cl) { return loadModelFrom(m
 std::shared_ptr<Model> loadModelFrom(const std::string& directory, const CommandLine& cl) {
     if (cl.has("max-pixels")) {   // refused before a byte of weights is read
         const ModelConfig config = parseModelConfig(readConfigJson(directory), "config " + directory + "/config.json");
-        if (config.modelType != "qwen2_vl" && config.modelType != "qwen2_5_vl")
-            throw UsageError("--max-pixels: the " + config.modelType + " processor takes images of one size (only Qwen2-VL and Qwen2.5-VL " +
-                             "resize to a pixel budget)");
+        if (config.modelType != "qwen2_vl" && config.modelType != "qwen2_5_vl" && config.modelType != "qwen3_vl")
+            throw UsageError("--max-pixels: the " + config.modelType + " processor takes images of one size (only Qwen2-VL, Qwen2.5-VL " +
+                             "and Qwen3-VL resize to a pixel budget)");
     }
     std::shared_ptr<Model> model = loadModel(directory, loadOptions(cl));
     if (cl.has("system") && !model->takesSystemMessage())

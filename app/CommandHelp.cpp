@@ -27,10 +27,10 @@ OptionGroup modelGroup(const std::string& modelMeaning = "the model's directory 
              {"--threads N", "threads of the CPU pool; 0 = all cores", "0"},
              {"--system TEXT",
               "the system message of a chat template (Qwen, Llama-3); refused for the families without one",
-              "the checkpoint's: Qwen's own, none for Llama-3"},
+              "the checkpoint's: Qwen2's own, none for Qwen3-VL and Llama-3"},
              {"--max-pixels N",
-              "Qwen2-VL and Qwen2.5-VL: the image's pixel budget; a larger image is scaled down to fit, so it caps the "
-              "image's tokens (N / 784) and the memory the model is checked for; refused for the other families",
+              "Qwen2-VL, Qwen2.5-VL and Qwen3-VL: the image's pixel budget; a larger image is scaled down to fit, so it caps "
+              "the image's tokens (N / 784; Qwen3-VL N / 1024) and the memory the model is checked for; refused for the other families",
               "preprocessor_config.json's max_pixels"}}};
 }
 
@@ -423,17 +423,17 @@ std::vector<CommandHelp> build() {
                    kJsonNote));
 
     all.push_back(command("make-random", "Writes a model of a preset's real shapes with random weights (for bench)",
-                   {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b|llava-v1.6-vicuna-7b|llava-v1.6-mistral-7b",
+                   {"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b|qwen3-vl-2b|qwen3-vl-4b|qwen3-vl-8b|llava-v1.6-vicuna-7b|llava-v1.6-mistral-7b",
                     "--out DIR [--dtype f32|f16|bf16] [--tokenizer-from DIR] [--seed S] [--shard-gb G]"},
                    {{"",
-                     {{"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b|llava-v1.6-vicuna-7b|llava-v1.6-mistral-7b",
+                     {{"--preset llava-1.5-7b|llava-1.5-13b|llava-tinyllama-1.1b|llava-micro|llama-3.1-8b|qwen2.5-vl-7b|qwen3-vl-2b|qwen3-vl-4b|qwen3-vl-8b|llava-v1.6-vicuna-7b|llava-v1.6-mistral-7b",
                        "the shapes to copy", "required"},
                       {"--dtype f32|f16|bf16", "the weights' dtype on disk", "f16"},
                       {"--out DIR", "the model directory to write", "required"},
                       {"--tokenizer-from DIR",
                        "where the tokenizer's files come from; llama-3.1-8b needs a directory with Llama-3's "
-                       "tokenizer.json (a Llama-3 checkpoint's, or ../shared/reference/tiny-llama3); qwen2.5-vl-7b a Qwen2-VL "
-                       "or Qwen2.5-VL directory's vocab.json and merges.txt (../shared/reference/tiny-qwen25vl)",
+                       "tokenizer.json (a Llama-3 checkpoint's, or ../shared/reference/tiny-llama3); qwen2.5-vl-7b and the qwen3-vl "
+                       "presets a Qwen VL directory's vocab.json and merges.txt (../shared/reference/tiny-qwen25vl, tiny-qwen3vl)",
                        "the bundled demo model's, for the LLaVA and LLaVA-NeXT presets"},
                       {"--seed S", "the random weights' seed", "0"},
                       {"--shard-gb G", "the largest shard, in GiB (> 0)", "2"}}}}));

@@ -21,6 +21,7 @@
 #include "models/llava/RandomCheckpoint.h"
 #include "models/llava_next/RandomLlavaNext.h"
 #include "models/qwen25vl/RandomQwen25Vl.h"
+#include "models/qwen3vl/RandomQwen3Vl.h"
 #include "io/SafeTensors.h"
 #include "nn/Linear.h"
 #include "models/Prompt.h"
@@ -46,7 +47,9 @@ const char* remedyFlag(Remedy r) {
     case Remedy::FewerNewTokens: return "a shorter --max-new-tokens shrinks the KV cache";
     case Remedy::MatchingKeySpace: return "extract the vectors again with the matching --key-space";
     case Remedy::SkipBadItems: return "--skip-bad records bad lines and items in the output and evaluates the rest";
-    case Remedy::SmallerImageBudget: return "--max-pixels 1003520 caps an image at 1280 tokens (the processor scales larger ones down)";
+    case Remedy::SmallerImageBudget:
+        return "--max-pixels 1003520 caps an image at about a megapixel: 1280 tokens on Qwen2-VL and Qwen2.5-VL, 980 on Qwen3-VL "
+               "(the processor scales larger ones down)";
     }
     return "";
 }
@@ -128,14 +131,17 @@ int commandMakeRandom(int argc, char** argv) {
     CommandLine cl({"preset", "dtype", "out", "tokenizer-from", "seed", "shard-gb"}, {});
     cl.parse(argc, argv, 2);
     if (!cl.has("preset") || !cl.has("out")) throw UsageError("make-random needs --preset NAME and --out DIR");
-    const bool qwen = cl.get("preset") == kQwen25VlPreset, next = isLlavaNextPreset(cl.get("preset"));
-    if (qwen && !cl.has("tokenizer-from"))
-        throw UsageError(std::string(kQwen25VlPreset) + " needs --tokenizer-from DIR: a Qwen2-VL or Qwen2.5-VL directory (e.g. ../shared/reference/tiny-qwen25vl)");
+    const std::string preset = cl.get("preset");
+    const bool qwen = preset == kQwen25VlPreset, qwen3 = isQwen3VlPreset(preset), next = isLlavaNextPreset(preset);
+    if ((qwen || qwen3) && !cl.has("tokenizer-from"))
+        throw UsageError(preset + " needs --tokenizer-from DIR: a Qwen VL directory (e.g. ../shared/reference/" +
+                         (qwen ? "tiny-qwen25vl" : "tiny-qwen3vl") + ")");
     ModelConfig config;
     try {
-        if (!qwen && !next) config = randomPreset(cl.get("preset"));
+        if (!qwen && !qwen3 && !next) config = randomPreset(preset);
     } catch (const Error& e) {
         std::string others = kQwen25VlPreset;
+        for (const std::string& n : qwen3VlPresetNames()) others += ", " + n;
         for (const std::string& n : llavaNextPresetNames()) others += ", " + n;
         throw UsageError(std::string("--preset: ") + e.what() + " or " + others);
     }
@@ -147,6 +153,7 @@ int commandMakeRandom(int argc, char** argv) {
     std::cerr << "writing " << cl.get("preset") << " (" << cl.get("dtype", "f16") << ") to " << cl.get("out") << " ...\n";
     const auto shardBytes = static_cast<int64_t>(shardGb * 1024 * 1024 * 1024);
     if (qwen) writeRandomQwen25Vl(dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
+    else if (qwen3) writeRandomQwen3Vl(preset, dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
     else if (next) writeRandomLlavaNext(cl.get("preset"), dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
     else writeRandomCheckpoint(config, dtype, cl.get("out"), tokenizerFrom, cl.getU64("seed", 0), shardBytes);
     std::cerr << "done\n";

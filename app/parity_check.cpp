@@ -1,7 +1,7 @@
 // parity-check — the reference parity and the demo steer, on any device, as one table: what
 // scripts/gpu-check.sh runs on a GPU machine, where the Qt Test executables are not built.
 //   parity-check [--device cpu|cuda] [--reference DIR] [--tolerance-scale K] [--repeat N] [--threads LIST]
-// For tiny-llava, tiny-paligemma and tiny-qwen2vl (float32), every case of the reference's
+// For tiny-llava, tiny-paligemma, tiny-qwen2vl and tiny-qwen3vl (float32), every case of the reference's
 // summary.json: the prompt's ids; the prefill's K/V (<= K x 1e-4 x max(1, max|ref|)); the
 // logits of the last prompt token (<= K x 1e-3); the 20 greedy ids as decode runs them — on
 // CUDA through the CUDA graph, then again eagerly (KVSTEER_CUDA_GRAPHS=0): both must equal the
@@ -61,6 +61,7 @@ constexpr Family kFamilies[] = {
     {"tiny-llava", "expected", "prompt", true},
     {"tiny-paligemma", "expected-paligemma", "prefix", false},
     {"tiny-qwen2vl", "expected-qwen2vl", "user_text", false},
+    {"tiny-qwen3vl", "expected-qwen3vl", "user_text", false},   // DeepStack, q/k norm, interleaved M-RoPE
 };
 
 double maxAbs(const at::Tensor& t) { return t.numel() ? t.abs().max().item<double>() : 0.0; }

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     const QCommandLineOption dtype(QStringLiteral("dtype"), QStringLiteral("f32, f16 or bf16."), QStringLiteral("DTYPE"));
     const QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("Threads for the matmuls (0 = all cores)."), QStringLiteral("N"));
     const QCommandLineOption maxPixels(QStringLiteral("max-pixels"),
-                                       QStringLiteral("Qwen2-VL / Qwen2.5-VL: the image's pixel budget (larger images are scaled down)."),
+                                       QStringLiteral("Qwen2-VL / Qwen2.5-VL / Qwen3-VL: the image's pixel budget (larger images are scaled down)."),
                                        QStringLiteral("N"));
     const QCommandLineOption image({QStringLiteral("i"), QStringLiteral("image")}, QStringLiteral("Image to open."), QStringLiteral("FILE"));
     const QCommandLineOption prompt({QStringLiteral("p"), QStringLiteral("prompt")}, QStringLiteral("The question."), QStringLiteral("TEXT"));

@@ -66,7 +66,7 @@ bin="$build/app"
 echo "== parity on CUDA (float32, tolerances x10)"
 "$bin/parity-check" --device cuda --reference "$reference" | tee "$work/parity.log"
 parity=${PIPESTATUS[0]}
-note "parity: tiny-llava, tiny-paligemma, tiny-qwen2vl; demo steer" "$( ((parity == 0)) && echo ok || echo FAIL)" \
+note "parity: tiny-llava, tiny-paligemma, tiny-qwen2vl, tiny-qwen3vl; demo steer" "$( ((parity == 0)) && echo ok || echo FAIL)" \
     "$(grep -c '| ok ' "$work/parity.log") checks ok, $(grep -c '| FAIL ' "$work/parity.log") failed"
 
 echo "== determinism on this machine's CPU: every case 20 times at 1, 2, 3, 5, 8 and all threads"

@@ -290,6 +290,7 @@ private slots:
             itemsEqualSteer(referenceModelDir(), images, scale, reuse, 8);
             itemsEqualSteer(referenceQwen2VlDir(), images, scale, reuse, 4);
             itemsEqualSteer(referenceQwen25VlDir(), images, scale, reuse, 4);   // window attention in the tower
+            itemsEqualSteer(referenceQwen3VlDir(), images, scale, reuse, 4);    // DeepStack rows in the image's prefix
         }
         itemsEqualSteer(referencePaliGemmaDir(), images, scale, true, 6);   // prefix-LM: prefilled whole
         const std::string text = path("text.jsonl");

@@ -5,6 +5,8 @@
 #include "TestSupport.h"
 #include "models/ModelMemory.h"
 #include "models/llava/RandomCheckpoint.h"
+#include "models/qwen3vl/Qwen3VlConfig.h"
+#include "models/qwen3vl/RandomQwen3Vl.h"
 
 #include <QtTest>
 
@@ -15,16 +17,17 @@ namespace {
 const c10::Device kCpu(c10::kCPU), kCuda(c10::kCUDA, 0);
 constexpr auto kAuto = c10::ScalarType::Undefined;
 
-// A preset's weight bytes at `bytesPerElement`, from its tensor layout.
-int64_t weightBytes(const ModelConfig& c, int64_t bytesPerElement) {
+// The weight bytes of a tensor layout at `bytesPerElement`.
+int64_t weightBytes(const std::vector<TensorSpec>& layout, int64_t bytesPerElement) {
     int64_t elements = 0;
-    for (const TensorSpec& t : checkpointLayout(c)) {
+    for (const TensorSpec& t : layout) {
         int64_t n = 1;
         for (int64_t d : t.shape) n *= d;
         elements += n;
     }
     return elements * bytesPerElement;
 }
+int64_t weightBytes(const ModelConfig& c, int64_t bytesPerElement) { return weightBytes(checkpointLayout(c), bytesPerElement); }
 
 } // namespace
 
@@ -67,6 +70,27 @@ private slots:
         QVERIFY(half.total() < int64_t(20 * gib));            // fits a 24 GB card with room
         QVERIFY(full.total() > int64_t(26 * gib));            // the float32 copy would not
         QCOMPARE(half.contextTokens, int64_t(576 + 128 + 256));
+    }
+
+    // Qwen3-VL-8B in bfloat16 on a CPU with a 1024 x 1024 picture (--max-pixels 1048576: 32 x 32
+    // cells, 1024 image tokens) fits a 24 GB machine; the hub processor's own budget (16.8 Mpx,
+    // 16,384 tokens) would not, which is why the load refuses it and names --max-pixels.
+    void qwen3Vl8bWithA1024Picture() {
+        ModelConfig c = parseQwen3VlConfig(qwen3VlPresetConfig("qwen3-vl-8b"), "qwen3-vl-8b").model;
+        const int64_t bf16 = weightBytes(qwen3VlPresetLayout("qwen3-vl-8b"), 2);
+        const double gib = 1024.0 * 1024 * 1024;
+        QVERIFY(std::abs(bf16 / 2 / 1e9 - 8.77) < 0.05);   // 8.77 B parameters, the vision tower's included
+        c.vision.imageSize = 1024;   // what a 1,048,576-pixel budget gives (Qwen3VlModel::load)
+        QCOMPARE(c.imageSeqLength(), 1024);
+        const MemoryNeed picture = estimateMemory(c, bf16, at::kFloat, 256);
+        qInfo("Qwen3-VL-8B bf16 on CPU, 1024 image tokens: weights %.2f GiB, KV %.2f GiB, activations %.2f GiB, total %.2f GiB",
+              picture.weights / gib, picture.kvCache / gib, picture.activations / gib, picture.total() / gib);
+        QCOMPARE(picture.contextTokens, int64_t(1024 + 128 + 256));
+        QCOMPARE(picture.kvCache, int64_t(3) * 2 * 36 * 8 * 128 * 4 * picture.contextTokens);   // snapshot + pair, float32
+        QVERIFY(picture.total() < int64_t(21 * gib));
+        c.vision.imageSize = 4096;   // the hub's 16,777,216 pixels
+        QCOMPARE(c.imageSeqLength(), 16384);
+        QVERIFY(estimateMemory(c, bf16, at::kFloat, 256).total() > int64_t(24 * gib));
     }
 };
 

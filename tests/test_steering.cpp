@@ -49,11 +49,15 @@ SteeringVectors randomVectors(const Model& m, KeySpace space, uint64_t seed) {
 }
 
 // Independent RoPE: rotate-half by angle pos / theta^(2i/d), in double precision. `pos` holds one
-// position per axis; under M-RoPE frequency i reads the axis its section gives (t, h, w).
-at::Tensor ropeByHand(const at::Tensor& x, const std::vector<int64_t>& pos, const std::vector<int>& sections, double theta) {
+// position per axis; under M-RoPE frequency i reads the axis its section gives (t, h, w): in runs
+// (Qwen2-VL), or interleaved t, h, w, t, ... while each axis has frequencies left (Qwen3-VL).
+at::Tensor ropeByHand(const at::Tensor& x, const std::vector<int64_t>& pos, const std::vector<int>& sections, bool interleaved,
+                      double theta) {
     const int64_t d = x.size(-1), half = d / 2;
     std::vector<size_t> axisOf;
-    for (size_t a = 0; a < sections.size(); ++a) axisOf.insert(axisOf.end(), size_t(sections[a]), a);
+    for (size_t a = 0; a < sections.size() && !interleaved; ++a) axisOf.insert(axisOf.end(), size_t(sections[a]), a);
+    for (int64_t i = 0; i < half && interleaved; ++i)
+        axisOf.push_back(i % 3 != 0 && i / 3 < sections[size_t(i % 3)] ? size_t(i % 3) : 0);
     at::Tensor out = x.to(at::kDouble).clone();
     auto in = x.to(at::kDouble);
     for (int64_t i = 0; i < half; ++i) {
@@ -217,7 +221,7 @@ private slots:
         for (int64_t i = 0; i < idx.numel(); ++i) {
             const std::vector<int64_t> pos = toIds(session_->snapshot().positions(span.start + idx[i].item<int64_t>(), 1));
             const TextConfig& t = model_->config().text;
-            at::Tensor expected = k0[i] + f[i] * ropeByHand(p.vectors.keys[1][head_], pos, t.mropeSection, t.ropeTheta);
+            at::Tensor expected = k0[i] + f[i] * ropeByHand(p.vectors.keys[1][head_], pos, t.mropeSection, t.mropeInterleaved, t.ropeTheta);
             QVERIFY(maxAbsDiff(k1[i], expected) <= 1e-5);
         }
         // Values have no RoPE: a plain add.
@@ -431,6 +435,7 @@ private slots:
         if (model_->config().modelType == "paligemma") writeConvertedPaliGemma(same, at::kBFloat16, 256 * 1024);
         else if (model_->config().modelType == "qwen2_vl") writeConvertedQwen2Vl(same, at::kBFloat16, 256 * 1024);
         else if (model_->config().modelType == "qwen2_5_vl") writeConvertedQwen25Vl(same, at::kBFloat16, 256 * 1024);
+        else if (model_->config().modelType == "qwen3_vl") writeConvertedQwen3Vl(same, at::kBFloat16, 256 * 1024);
         else writeConvertedReferenceModel(same, at::kHalf, 3 * 1024 * 1024);
         loadSteeringFile(path, *loadModel(same));
         // ...a model of another family is refused, naming both...
@@ -493,7 +498,7 @@ private slots:
         // with a white block over grid rows 3..6, columns 9..13: not symmetric, so a transposed or
         // mirrored grid would show. Qwen2-VL's is 8x16 cells of 28 px (not square).
         const bool dynamic = model_->patchGrid().cells() == 0;
-        const int cell = model_->config().vision.patchSize;
+        const int cell = model_->config().vision.patchSize;   // a visual token's cell (Qwen: 28 or 32 px)
         const int rows = dynamic ? 8 : model_->config().vision.gridSize(), cols = dynamic ? 16 : rows;
         ImageU8 img(cols * cell, rows * cell);
         for (int y = 3 * cell; y < 7 * cell; ++y)
@@ -533,8 +538,10 @@ int main(int argc, char** argv) {
     // Qwen2-VL and Qwen2.5-VL (10x18 grids) refuse each other's vector files.
     TestSteering qwen2vl(referenceQwen2VlDir(), referenceQwen25VlDir(), "gradient_500x300.png");
     TestSteering qwen25vl(referenceQwen25VlDir(), referenceQwen2VlDir(), "gradient_500x300.png");
+    // Qwen3-VL (8x14, DeepStack in the K/V of layers 1 and 2) refuses Qwen2.5-VL's and is refused by it.
+    TestSteering qwen3vl(referenceQwen3VlDir(), referenceQwen25VlDir(), "gradient_500x300.png");
     int failed = 0;
-    for (TestSteering* t : {&llava, &paligemma, &qwen2vl, &qwen25vl}) failed += QTest::qExec(t, argc, argv);
+    for (TestSteering* t : {&llava, &paligemma, &qwen2vl, &qwen25vl, &qwen3vl}) failed += QTest::qExec(t, argc, argv);
     return failed;
 }
 #include "test_steering.moc"

@@ -301,6 +301,8 @@ private Q_SLOTS:
              "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>"
              "{question}<|im_end|>\n<|im_start|>assistant\n",
              true},
+            {"Qwen3-VL", "Qwen3VLForConditionalGeneration", "span = (ids[0] == model.config.image_token_id).nonzero()",
+             "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>{question}<|im_end|>\n<|im_start|>assistant\n", true},
             {"Qwen2", "AutoModelForCausalLM", "span = torch.arange(ids.shape[1] - 1)", "", false},
             {"Llama-3", "AutoModelForCausalLM", "span = torch.arange(ids.shape[1] - 1)", "", false},
             {"Llama", "AutoModelForCausalLM", "span = torch.arange(ids.shape[1] - 1)", "", false},
@@ -350,6 +352,9 @@ private Q_SLOTS:
                 QVERIFY2(!py.contains(QStringLiteral("image_token")), what.constData());
             }
             const QString name = QString::fromUtf8(family.name);
+            // The first transformers release that has the family's class.
+            const char* release = name == QLatin1String("Qwen3-VL") ? "4.57" : name == QLatin1String("Qwen2.5-VL") ? "4.49" : "4.45";
+            QVERIFY2(py.contains(QStringLiteral("(Hugging Face transformers >= %1,").arg(QString::fromUtf8(release))), what.constData());
             if (name == QLatin1String("LLaVA-NeXT")) {
                 // The map on the crops' grid, spread onto the base view and the newline tokens as the
                 // processor lays the picture out (models/llava_next/AnyresGrid, cache/SpanCells).
@@ -366,7 +371,7 @@ private Q_SLOTS:
                 QVERIFY2(py.contains(QStringLiteral("prompt = \"What color is the circle?\"")), what.constData());
                 QVERIFY2(py.contains(QStringLiteral("prefix-LM")) && py.contains(QStringLiteral("model(**inputs, past_key_values=cache")), what.constData());
                 QVERIFY2(py.contains(QStringLiteral("model.generate(")), what.constData());
-            } else if (name == QLatin1String("Qwen2-VL") || name == QLatin1String("Qwen2.5-VL")) {
+            } else if (name == QLatin1String("Qwen2-VL") || name == QLatin1String("Qwen2.5-VL") || name == QLatin1String("Qwen3-VL")) {
                 // M-RoPE: the prompt's positions and every decoded one are given explicitly.
                 QVERIFY2(!py.contains(QStringLiteral("image_token_index")), what.constData());
                 QVERIFY2(py.contains(QStringLiteral("<|vision_start|><|image_pad|><|vision_end|>What color is the circle?")), what.constData());
@@ -395,7 +400,7 @@ private Q_SLOTS:
                 QVERIFY2(propagated.contains(QStringLiteral("cache.crop(end)")), whatPropagated.constData());
                 QVERIFY2(propagated.contains(family.vision ? QStringLiteral("end = int(span[-1]) + 1") : QStringLiteral("end = int(span[sel].max()) + 1")),
                          whatPropagated.constData());
-                QVERIFY2(propagated.contains(name == QLatin1String("Qwen2-VL") || name == QLatin1String("Qwen2.5-VL")
+                QVERIFY2(propagated.contains(name == QLatin1String("Qwen2-VL") || name == QLatin1String("Qwen2.5-VL") || name == QLatin1String("Qwen3-VL")
                                                  ? QStringLiteral("model(input_ids=ids[:, end:-1], position_ids=rope_pos[..., end:-1], past_key_values=cache")
                                                  : QStringLiteral("model(input_ids=ids[:, end:-1], past_key_values=cache")),
                          whatPropagated.constData());

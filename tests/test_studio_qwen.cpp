@@ -8,7 +8,10 @@
 //     the painted one; the brush paints the chip under the pointer;
 //   - tiny-llama3 loads (its template refuses an image) and runs on its token strip;
 //   - back on tiny-qwen2vl, the image set aside by the text model returns, and Run answers about it;
-//   - tiny-qwen25vl opens that image on its 10x18 grid and answers with the reference's ids.
+//   - tiny-qwen25vl opens that image on its 10x18 grid and answers with the reference's ids;
+//   - tiny-qwen3vl opens it on its own grid (8x14, 32-pixel cells), answers with the reference's ids,
+//     paints a region, computes painted-region vectors, runs steered (the answer changes) and
+//     shows ‖ΔV‖ on its grid, non-zero exactly on the painted cells in every layer.
 //
 // torch (through the core) before any Qt header.
 #include "TestSupport.h"
@@ -230,6 +233,50 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return w_->canvas()->hasImage() && w_->canvas()->gridCols() == 18; }, kLoadTimeoutMs));
         QCOMPARE(w_->canvas()->gridRows(), 10);
         answersLikeTheReference(c);
+        QCOMPARE(w_->errorCount(), errorsBefore);
+    }
+
+    // Qwen3-VL (DeepStack, 32-pixel cells) opens the image on its grid (the reference's), answers with the
+    // reference's ids, and steers a painted region with vectors computed from that region.
+    void qwen3VlPaintsRunsAndShowsHeatmaps() {
+        const QJsonObject c = referenceCase(QStringLiteral("gradient"), "expected-qwen3vl");
+        QVERIFY2(!c.isEmpty(), "expected-qwen3vl/summary.json has no gradient case");
+        const int errorsBefore = w_->errorCount();
+        const QJsonArray grid = c.value(QStringLiteral("merged_grid_hw")).toArray();   // 8 x 14 on tiny-qwen3vl
+        const int rows = grid.at(0).toInt(), cols = grid.at(1).toInt();
+        QVERIFY(openModel(QString::fromStdString(referenceQwen3VlDir())));
+        QCOMPARE(w_->modelInfo().family, QStringLiteral("Qwen3-VL"));
+        QVERIFY(QTest::qWaitFor([&] { return w_->canvas()->hasImage() && w_->canvas()->gridCols() == cols; }, kLoadTimeoutMs));
+        QCOMPARE(w_->canvas()->gridRows(), rows);
+        answersLikeTheReference(c);
+
+        // Paint rows 2..4, columns 3..7, and take vectors from that region against the rest.
+        w_->canvas()->setBrushSize(1);
+        for (int row = 2; row <= 4; ++row) stroke(w_->canvas(), {{3, row}, {4, row}, {5, row}, {6, row}, {7, row}});
+        QCOMPARE(w_->canvas()->strength().paintedCells(), 15);
+        SteeringPanel* panel = w_->steeringPanel();
+        panel->setSource(VectorSource::PaintedRegion);
+        QVERIFY2(computeVectors(w_.get()), qPrintable(w_->lastErrorText()));
+        PlanSettings p = panel->planSettings();
+        p.op = QStringLiteral("add");
+        p.ck = 4.0;
+        p.cv = 16.0;
+        p.propagate = false;
+        panel->setPlanSettings(p);
+        HeatmapSettings hs = w_->heatmapPanel()->settings();
+        hs.metric = Metric::ValueDelta;
+        w_->heatmapPanel()->setSettings(hs);
+
+        QVERIFY2(runAndWait(12), qPrintable(w_->lastErrorText()));
+        QVERIFY2(ids(w_->streamView()->tokens(true)) != ids(w_->streamView()->tokens(false)), "the steered answer equals the unsteered one");
+        QVERIFY(QTest::qWaitFor([&] { return w_->heatmapPanel()->data().metric == Metric::ValueDelta; }, 10000));
+        const HeatmapData& h = w_->heatmapPanel()->data();
+        QCOMPARE(h.rows, rows);
+        QCOMPARE(h.cols, cols);
+        QCOMPARE(h.layers, w_->modelInfo().layers);
+        for (int l = 0; l < h.layers; ++l)
+            for (int r = 0; r < rows; ++r)
+                for (int col = 0; col < cols; ++col) QCOMPARE(h.at(l, r, col) > 0, r >= 2 && r <= 4 && col >= 3 && col <= 7);
         QCOMPARE(w_->errorCount(), errorsBefore);
     }
 };

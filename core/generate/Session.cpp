@@ -213,7 +213,7 @@ void Session::recomputePrompt(KVCache& cache, int64_t from, const ForwardPass& p
     cache.visualSpan = span;
 }
 
-void Session::recomputeFromImage(KVCache& cache, const std::vector<int64_t>& prompt, int64_t from, ForwardPass& pass) const {
+void Session::recomputeFromImage(KVCache& cache, const std::vector<int64_t>& prompt, int64_t from, const ForwardPass& pass) const {
     c10::NoGradGuard noGrad;
     if (cache.batch() != 1) throw Error("Session::recomputePrompt: recomputes a single-row cache");
     if (!image_.tokens.defined())
@@ -224,8 +224,9 @@ void Session::recomputeFromImage(KVCache& cache, const std::vector<int64_t>& pro
     const int64_t n = static_cast<int64_t>(prompt.size()) - from;
     const at::Tensor embeds = model_->embedPrompt(prompt, image_.tokens).narrow(1, from, n);
     const HiddenAdditions deepstack = deepstackOf(image_, prompt_.span);
-    if (!deepstack.empty()) pass.additions = &deepstack;
-    model_->decoder().forward(embeds, cache, &pass);
+    ForwardPass withRows = pass;
+    if (!deepstack.empty()) withRows.additions = &deepstack;
+    model_->decoder().forward(embeds, cache, &withRows);
     cache.appendTokens(std::vector<int64_t>(prompt.begin() + from, prompt.end()));
 }
 

@@ -114,7 +114,7 @@ public:
 private:
     void requirePrefilled() const;
     // recomputePrompt's path when `from` lies inside the image (see there).
-    void recomputeFromImage(KVCache& cache, const std::vector<int64_t>& prompt, int64_t from, ForwardPass& pass) const;
+    void recomputeFromImage(KVCache& cache, const std::vector<int64_t>& prompt, int64_t from, const ForwardPass& pass) const;
 
     std::shared_ptr<const Model> model_;
     Prompt prompt_;

@@ -28,6 +28,7 @@ struct Family {
     bool mrope;               // M-RoPE positions, passed explicitly (Qwen2-VL, Qwen2.5-VL)
     bool anyres = false;      // the picture in views, the map on the crops' grid (LLaVA-NeXT)
     const char* about;        // the family's prompt and positions, for a comment
+    const char* transformers = "4.45";   // the first transformers release with the model's class
 };
 
 constexpr Family kFamilies[] = {
@@ -40,7 +41,11 @@ constexpr Family kFamilies[] = {
     {"Qwen2-VL", "Qwen2VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true, false,
      "causal prompt, M-RoPE positions (given explicitly below)"},
     {"Qwen2.5-VL", "Qwen2_5_VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true, false,
-     "causal prompt, M-RoPE positions (given explicitly below; an image's are Qwen2-VL's)"},
+     "causal prompt, M-RoPE positions (given explicitly below; an image's are Qwen2-VL's)", "4.49"},
+    {"Qwen3-VL", "Qwen3VLForConditionalGeneration", "image_token_id", PromptKind::StudioTemplate, false, true, false,
+     "causal prompt, M-RoPE positions (given explicitly below; an image's are Qwen2-VL's); the model adds its DeepStack "
+     "features at the image positions itself",
+     "4.57"},
     {"Qwen2", "AutoModelForCausalLM", nullptr, PromptKind::ChatTemplate, false, false, false,
      "text only, causal prompt; the plan steers the prompt's own tokens (the token strip)"},
     {"Llama-3", "AutoModelForCausalLM", nullptr, PromptKind::ChatTemplate, false, false, false,
@@ -292,7 +297,8 @@ QString pythonSnippet(const SnippetInputs& in) {
     QStringList heads;
     for (int h : p.heads) heads << QString::number(h);
     QString s;
-    s += QStringLiteral("# kvsteer plan as Python (Hugging Face transformers >= 4.45, a DynamicCache edited in place; docs/steering.md).\n");
+    s += QStringLiteral("# kvsteer plan as Python (Hugging Face transformers >= %1, a DynamicCache edited in place; docs/steering.md).\n")
+             .arg(QString::fromUtf8(family ? family->transformers : "4.45"));
     s += QStringLiteral("# %1 (%2) · operator %3, %4 · c_k %5 · c_v %6 · layers %7 · %8 painted cells of the %9×%10 %11\n")
              .arg(in.model.name, in.model.family, p.op, p.propagate ? QStringLiteral("propagate") : QStringLiteral("edit-only"), num(p.ck),
                   num(p.cv), allLayers ? QStringLiteral("all") : QStringLiteral("%1-%2").arg(p.layerFrom).arg(last))

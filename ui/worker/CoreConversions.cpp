@@ -29,7 +29,8 @@ QString remedyText(kvsteer::Remedy r) {
     case kvsteer::Remedy::FewerNewTokens: return QStringLiteral("Lower “Max tokens” to shrink the KV cache.");
     case kvsteer::Remedy::SkipBadItems: return QStringLiteral("Tick “Skip bad items” to evaluate the rest.");
     case kvsteer::Remedy::SmallerImageBudget:
-        return QStringLiteral("Start the studio with --max-pixels 1003520 to cap an image at 1280 tokens (larger images are scaled down).");
+        return QStringLiteral("Start the studio with --max-pixels 1003520 to cap an image at about a megapixel: 1280 tokens on Qwen2-VL and "
+                              "Qwen2.5-VL, 980 on Qwen3-VL (larger images are scaled down).");
     case kvsteer::Remedy::MatchingKeySpace:
         return QStringLiteral("Compute or import vectors in the key space this operator needs (Steering panel).");
     }

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "models/llava/RandomCheckpoint.h"
+#include "models/qwen2vl/QwenTokenizerSource.h"
 #include "text/Tokenizer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -67,25 +68,10 @@ std::vector<TensorSpec> layout() {
     return out;
 }
 
-int64_t requiredId(const Tokenizer& tok, const std::string& token, const std::string& from) {
-    const int64_t id = tok.pieceToId(token);
-    if (id < 0) throw Error("tokenizer source " + from + ": has no " + token + " token (a Qwen2-VL or Qwen2.5-VL tokenizer is needed)");
-    return id;
-}
-
 } // namespace
 
 void writeRandomQwen25Vl(c10::ScalarType dtype, const std::string& out, const std::string& from, uint64_t seed, int64_t maxShardBytes) {
-    if (!fs::exists(fs::path(from) / "vocab.json") && !fs::exists(fs::path(from) / "tokenizer.json"))
-        throw Error("tokenizer source " + from + ": no vocab.json or tokenizer.json (a Qwen2-VL or Qwen2.5-VL directory is needed)");
-    fs::create_directories(out);
-    for (const char* f : {"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json",
-                          "chat_template.json", "generation_config.json"})
-        if (fs::exists(fs::path(from) / f)) {
-            const fs::path target = fs::path(out) / f;
-            fs::copy_file(fs::path(from) / f, target, fs::copy_options::overwrite_existing);
-            fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add);
-        }
+    copyQwenTokenizerFiles(from, out);
     const Tokenizer tok = Tokenizer::loadFromDirectory(out);
     if (tok.vocabSize() > kVocab)
         throw Error("tokenizer source " + from + ": " + std::to_string(tok.vocabSize()) + " tokens exceed Qwen2.5-VL-7B's vocab_size 152064");
@@ -99,9 +85,9 @@ void writeRandomQwen25Vl(c10::ScalarType dtype, const std::string& out, const st
         {"max_position_embeddings", 128000}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
         {"rope_scaling", {{"type", "mrope"}, {"mrope_section", {16, 24, 24}}}},
         {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"}, {"use_sliding_window", false},
-        {"bos_token_id", requiredId(tok, "<|endoftext|>", from)}, {"eos_token_id", requiredId(tok, "<|im_end|>", from)},
-        {"image_token_id", requiredId(tok, "<|image_pad|>", from)}, {"vision_start_token_id", requiredId(tok, "<|vision_start|>", from)},
-        {"vision_end_token_id", requiredId(tok, "<|vision_end|>", from)},
+        {"bos_token_id", requiredTokenId(tok, "<|endoftext|>", from)}, {"eos_token_id", requiredTokenId(tok, "<|im_end|>", from)},
+        {"image_token_id", requiredTokenId(tok, "<|image_pad|>", from)}, {"vision_start_token_id", requiredTokenId(tok, "<|vision_start|>", from)},
+        {"vision_end_token_id", requiredTokenId(tok, "<|vision_end|>", from)},
         {"vision_config", {{"depth", kVisionDepth}, {"hidden_size", kVisionWidth}, {"intermediate_size", kVisionIntermediate},
                            {"num_heads", kVisionHeads}, {"out_hidden_size", kHidden}, {"fullatt_block_indexes", {7, 15, 23, 31}},
                            {"window_size", 112}, {"patch_size", 14}, {"spatial_merge_size", 2}, {"temporal_patch_size", 2},
