@@ -11,6 +11,7 @@
 #include <QDir>
 #include <QFileInfo>
 
+#include <cmath>
 #include <cstdio>
 
 namespace {
@@ -24,6 +25,30 @@ void noDisplayNeededForHelp(int argc, char** argv) {
         if ((a == "--help" || a == "-h" || a == "--help-all" || a == "--version" || a == "-v") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
             qputenv("QT_QPA_PLATFORM", "offscreen");
     }
+}
+
+// A command-line value that does not read is an error naming its flag, never a silent 0.
+int usageError(const QString& message) {
+    std::fprintf(stderr, "kvsteer-studio: %s\n", qPrintable(message));
+    return 2;
+}
+
+// "4" or "0,1,2" (one value, or one per layer, as the CLI's --ck / --cv); false when a part is no number.
+bool numberList(const QString& text, QVector<double>* out) {
+    out->clear();
+    for (const QString& part : text.split(QLatin1Char(','))) {
+        bool ok = false;
+        const double v = part.trimmed().toDouble(&ok);
+        if (!ok || !std::isfinite(v)) return false;
+        out->push_back(v);
+    }
+    return !out->isEmpty();
+}
+
+bool wholeNumber(const QString& text, int least, int* out) {
+    bool ok = false;
+    *out = text.trimmed().toInt(&ok);
+    return ok && *out >= least;
 }
 
 } // namespace
@@ -64,11 +89,15 @@ int main(int argc, char** argv) {
     const QCommandLineOption perPosition(QStringLiteral("per-position"),
                                          QStringLiteral("With --steer-toward: one direction per patch instead of the mean."));
     const QCommandLineOption propagate(QStringLiteral("propagate"), QStringLiteral("Propagate mode (recompute the prompt after the image)."));
+    const QCommandLineOption noPropagate(QStringLiteral("no-propagate"),
+                                         QStringLiteral("Edit-only mode, whatever the last session used (the default when a plan is given here)."));
+    const QCommandLineOption ablateTo(QStringLiteral("ablate-to"), QStringLiteral("What the ablate operator writes: mean or zero."),
+                                      QStringLiteral("TARGET"));
     const QCommandLineOption heatmapLayer(QStringLiteral("heatmap-layer"), QStringLiteral("Layer shown large in the heatmap panel."),
                                           QStringLiteral("N"));
     const QCommandLineOption op(QStringLiteral("operator"), QStringLiteral("add, norm, prerope, scale, spotlight or ablate."), QStringLiteral("OP"));
-    const QCommandLineOption ck(QStringLiteral("ck"), QStringLiteral("Key coefficient."), QStringLiteral("C"));
-    const QCommandLineOption cv(QStringLiteral("cv"), QStringLiteral("Value coefficient."), QStringLiteral("C"));
+    const QCommandLineOption ck(QStringLiteral("ck"), QStringLiteral("Key coefficient: one value, or one per layer (0,1,2)."), QStringLiteral("C"));
+    const QCommandLineOption cv(QStringLiteral("cv"), QStringLiteral("Value coefficient: one value, or one per layer (2,4,8)."), QStringLiteral("C"));
     const QCommandLineOption layers(QStringLiteral("layers"), QStringLiteral("Layer range A-B (or one layer N)."), QStringLiteral("RANGE"));
     const QCommandLineOption maxTokens(QStringLiteral("max-new-tokens"), QStringLiteral("Tokens per stream."), QStringLiteral("N"));
     const QCommandLineOption heatmap(QStringLiteral("heatmap"), QStringLiteral("Heatmap metric: k, v, dk, dv, cos or attention."),
@@ -85,7 +114,7 @@ int main(int argc, char** argv) {
                                    QStringLiteral("With --run: run the atlas (strength x layer range) after the run, before --ready-file."));
     const QCommandLineOption noRecovery(QStringLiteral("no-recovery"), QStringLiteral("Do not offer to recover an autosaved session."));
     const QCommandLineOption size(QStringLiteral("window-size"), QStringLiteral("Initial window size WxH."), QStringLiteral("WxH"));
-    for (const auto& o : {model, device, dtype, threads, maxPixels, image, prompt, mask, vectors, target, perPosition, propagate, op, ck, cv, layers,
+    for (const auto& o : {model, device, dtype, threads, maxPixels, image, prompt, mask, vectors, target, perPosition, propagate, noPropagate, ablateTo, op, ck, cv, layers,
                           maxTokens, heatmap, heatmapLayer, session, study, run, ready, atlas, noRecovery, size})
         cli.addOption(o);
     cli.addPositionalArgument(QStringLiteral("image"), QStringLiteral("Image to open (same as --image)."), QStringLiteral("[image]"));
@@ -97,7 +126,8 @@ int main(int argc, char** argv) {
         o.loadOverride = true;
         if (cli.isSet(device)) o.load.device = cli.value(device);
         if (cli.isSet(dtype)) o.load.dtype = cli.value(dtype);
-        if (cli.isSet(threads)) o.load.threads = cli.value(threads).toInt();
+        if (cli.isSet(threads) && !wholeNumber(cli.value(threads), 0, &o.load.threads))
+            return usageError(QStringLiteral("--threads must be a whole number >= 0 (0 = all cores), not '%1'").arg(cli.value(threads)));
     }
     if (cli.isSet(maxPixels)) {
         bool ok = false;
@@ -119,10 +149,26 @@ int main(int argc, char** argv) {
     o.sessionPath = cli.value(session);
     if (cli.isSet(study)) o.studyDir = QFileInfo(cli.value(study)).absoluteFilePath();
     o.op = cli.value(op);
-    if (cli.isSet(ck)) o.ck = cli.value(ck).toDouble();
-    if (cli.isSet(cv)) o.cv = cli.value(cv).toDouble();
+    const QStringList operators = {QStringLiteral("add"), QStringLiteral("norm"), QStringLiteral("prerope"), QStringLiteral("scale"),
+                                   QStringLiteral("spotlight"), QStringLiteral("ablate")};
+    if (!o.op.isEmpty() && !operators.contains(o.op))
+        return usageError(QStringLiteral("--operator must be one of %1, not '%2'").arg(operators.join(QStringLiteral(", ")), o.op));
+    if (cli.isSet(ck) && !numberList(cli.value(ck), &o.ck))
+        return usageError(QStringLiteral("--ck must be a number or a comma-separated list of numbers (one per layer), not '%1'").arg(cli.value(ck)));
+    if (cli.isSet(cv) && !numberList(cli.value(cv), &o.cv))
+        return usageError(QStringLiteral("--cv must be a number or a comma-separated list of numbers (one per layer), not '%1'").arg(cli.value(cv)));
+    o.ablateTo = cli.value(ablateTo);
+    if (!o.ablateTo.isEmpty() && o.ablateTo != QLatin1String("mean") && o.ablateTo != QLatin1String("zero"))
+        return usageError(QStringLiteral("--ablate-to must be mean or zero, not '%1'").arg(o.ablateTo));
+    if (cli.isSet(propagate) && cli.isSet(noPropagate)) return usageError(QStringLiteral("--propagate and --no-propagate contradict each other"));
+    if (cli.isSet(propagate) || cli.isSet(noPropagate)) o.propagate = cli.isSet(propagate);
     o.layers = cli.value(layers);
-    o.maxTokens = cli.value(maxTokens).toInt();
+    int from = 0, to = 0;
+    const QStringList range = o.layers.split(QLatin1Char('-'));
+    if (!o.layers.isEmpty() && (range.size() > 2 || !wholeNumber(range.value(0), 0, &from) || !wholeNumber(range.value(range.size() - 1), 0, &to) || to < from))
+        return usageError(QStringLiteral("--layers must be a range A-B (A <= B) or one layer N, not '%1'").arg(o.layers));
+    if (cli.isSet(maxTokens) && !wholeNumber(cli.value(maxTokens), 1, &o.maxTokens))
+        return usageError(QStringLiteral("--max-new-tokens must be a whole number >= 1, not '%1'").arg(cli.value(maxTokens)));
     if (cli.isSet(heatmap)) {
         const QStringList names = {QStringLiteral("k"), QStringLiteral("v"), QStringLiteral("dk"), QStringLiteral("dv"), QStringLiteral("cos"),
                                    QStringLiteral("attention")};
@@ -133,8 +179,8 @@ int main(int argc, char** argv) {
         }
     }
     o.perPosition = cli.isSet(perPosition);
-    o.propagate = cli.isSet(propagate);
-    if (cli.isSet(heatmapLayer)) o.heatmapLayer = cli.value(heatmapLayer).toInt();
+    if (cli.isSet(heatmapLayer) && !wholeNumber(cli.value(heatmapLayer), 0, &o.heatmapLayer))
+        return usageError(QStringLiteral("--heatmap-layer must be a whole number >= 0, not '%1'").arg(cli.value(heatmapLayer)));
     o.run = cli.isSet(run);
     o.readyFile = cli.value(ready);
     o.atlas = cli.isSet(atlas);

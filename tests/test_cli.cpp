@@ -498,6 +498,17 @@ private slots:
         r = runProgram("env", {"-u", "DISPLAY", "-u", "WAYLAND_DISPLAY", "-u", "QT_QPA_PLATFORM", KVSTEER_STUDIO_PATH, "--help"});
         QVERIFY2(r.exitCode == 0, (r.out + r.err).c_str());
         QVERIFY2(r.out.find("--model") != std::string::npos && r.out.find("--run") != std::string::npos, r.out.c_str());
+        // A value that does not read is refused naming its flag, never read as 0 (--ck 0,1,x was c_k 0).
+        for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+                 {"--ck", "0,1,x"}, {"--cv", "two"}, {"--max-new-tokens", "0"}, {"--layers", "3-1"}, {"--ablate-to", "half"},
+                 {"--operator", "push"}, {"--threads", "-2"}, {"--heatmap-layer", "x"}}) {
+            r = runProgram("env", {"QT_QPA_PLATFORM=offscreen", KVSTEER_STUDIO_PATH, flag, value});
+            QCOMPARE(r.exitCode, 2);
+            QVERIFY2(r.err.find(flag) != std::string::npos && r.err.find(value) != std::string::npos, (flag + ": " + r.err).c_str());
+        }
+        r = runProgram("env", {"QT_QPA_PLATFORM=offscreen", KVSTEER_STUDIO_PATH, "--propagate", "--no-propagate"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.find("contradict") != std::string::npos, r.err.c_str());
 #endif
 #ifdef KVSTEER_BENCH_PATH
         r = runProgram(KVSTEER_BENCH_PATH, {"--help"});

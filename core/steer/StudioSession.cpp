@@ -72,6 +72,11 @@ StudioSession readStudioSession(const std::string& path, int numLayers) {
     p.ablateTo = fieldOr<std::string>(root, "plan", "ablate_to", "mean", where);
     p.ck = {fieldOr<double>(root, "plan", "ck", 1.0, where)};
     p.cv = {fieldOr<double>(root, "plan", "cv", 1.0, where)};
+    // One per layer when the studio ran lists (written only then): those ran, not the one value.
+    const std::vector<double> ckByLayer = fieldOr<std::vector<double>>(root, "plan", "ck_by_layer", {}, where);
+    const std::vector<double> cvByLayer = fieldOr<std::vector<double>>(root, "plan", "cv_by_layer", {}, where);
+    if (!ckByLayer.empty()) p.ck = ckByLayer;
+    if (!cvByLayer.empty()) p.cv = cvByLayer;
     const int from = std::clamp(fieldOr<int>(root, "plan", "layer_from", 0, where), 0, numLayers - 1);
     const int to = fieldOr<int>(root, "plan", "layer_to", -1, where);
     const int last = to < 0 ? numLayers - 1 : std::clamp(to, 0, numLayers - 1);

@@ -29,8 +29,8 @@ AtlasController::AtlasController(Worker* worker, ErrorReporter* errors, const Mo
 PlanSettings AtlasController::withoutAxes(PlanSettings p) const {
     p.layerFrom = 0;
     p.layerTo = -1;
-    if (started_.setsValues) p.cv = 0;
-    if (started_.setsKeys) p.ck = 0;
+    if (started_.setsValues) p.cv = 0, p.cvByLayer.clear();
+    if (started_.setsKeys) p.ck = 0, p.ckByLayer.clear();
     return p;
 }
 
@@ -194,8 +194,8 @@ void AtlasController::onFailed(quint64 id, const QString& message) {
 
 void AtlasController::adopt(const AtlasCellResult& cell) {
     PlanSettings p = panes_.steering->planSettings();
-    if (started_.setsValues) p.cv = cell.cv;
-    if (started_.setsKeys) p.ck = cell.ck;
+    if (started_.setsValues) p.cv = cell.cv, p.cvByLayer.clear();   // the cell's one value, on every layer
+    if (started_.setsKeys) p.ck = cell.ck, p.ckByLayer.clear();
     p.layerFrom = cell.layerIds.isEmpty() ? 0 : cell.layerIds.front();
     p.layerTo = cell.layerIds.isEmpty() ? -1 : cell.layerIds.back();
     panes_.steering->setPlanSettings(p);   // planChanged: a live re-run, and the selection follows

@@ -4,6 +4,7 @@
 #include "studio/ModelController.h"
 #include "studio/SteeringController.h"
 #include "widgets/PromptPanel.h"
+#include "widgets/PlanForm.h"
 #include "widgets/SteeringPanel.h"
 
 #include <QDir>
@@ -36,6 +37,7 @@ void openDemoScene(ModelController* models, ImageController* images, SteeringCon
     PlanSettings plan;   // add, edit-only, every layer and head
     plan.ck = 0;
     plan.cv = 16;
+    panel->planForm()->forgetRestored();   // the demo scene's plan, whole
     panel->setPlanSettings(plan);
 }
 

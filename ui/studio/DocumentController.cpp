@@ -12,6 +12,7 @@
 #include "widgets/HeatmapPanel.h"
 #include "widgets/PatchCanvas.h"
 #include "widgets/PromptPanel.h"
+#include "widgets/PlanForm.h"
 #include "widgets/SteeringPanel.h"
 #include "widgets/StreamView.h"
 
@@ -124,6 +125,7 @@ void DocumentController::apply(const SessionDocument& s, const QString& origin) 
     panes_.steering->setTargetImage(s.targetImagePath, s.targetImageBytes);
     panes_.steering->setTextPairs(s.textPairs);
     panes_.steering->setRecipeOptions(s.preRope, s.perPosition, s.pca);
+    panes_.steering->planForm()->forgetRestored();   // the session's plan, not the last session's settings
     panes_.steering->setPlanSettings(s.plan);
     // The session's map as saved, then fitted to the grid of the model it will run with: the
     // session's own model, when it is being loaded, fits it on arrival (MainWindow::onModelLoaded);

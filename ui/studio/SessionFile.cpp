@@ -97,6 +97,15 @@ QByteArray SessionFile::toJson(const SessionDocument& s) {
                                                {QStringLiteral("layer_from"), s.plan.layerFrom},
                                                {QStringLiteral("layer_to"), s.plan.layerTo},
                                                {QStringLiteral("heads"), heads}};
+    // Per-layer coefficients (they run instead of ck / cv), written only when set.
+    QJsonObject plan = root[QStringLiteral("plan")].toObject();
+    for (const auto& [key, list] : {std::pair{QStringLiteral("ck_by_layer"), &s.plan.ckByLayer}, {QStringLiteral("cv_by_layer"), &s.plan.cvByLayer}}) {
+        if (list->isEmpty()) continue;
+        QJsonArray values;
+        for (double c : *list) values.append(c);
+        plan[key] = values;
+    }
+    root[QStringLiteral("plan")] = plan;
     QJsonArray pairs;
     for (const TextPairItem& p : s.textPairs)
         pairs.append(QJsonObject{{QStringLiteral("positive"), p.positive}, {QStringLiteral("negative"), p.negative}});
@@ -189,6 +198,8 @@ bool SessionFile::fromJson(const QByteArray& json, SessionDocument* out, QString
     s.plan.ablateTarget = plan.value(QStringLiteral("ablate_to")).toString(QStringLiteral("mean"));
     s.plan.ck = plan.value(QStringLiteral("ck")).toDouble(1.0);
     s.plan.cv = plan.value(QStringLiteral("cv")).toDouble(1.0);
+    for (const QJsonValue& c : plan.value(QStringLiteral("ck_by_layer")).toArray()) s.plan.ckByLayer.push_back(c.toDouble());
+    for (const QJsonValue& c : plan.value(QStringLiteral("cv_by_layer")).toArray()) s.plan.cvByLayer.push_back(c.toDouble());
     s.plan.layerFrom = plan.value(QStringLiteral("layer_from")).toInt(0);
     s.plan.layerTo = plan.value(QStringLiteral("layer_to")).toInt(-1);
     for (const QJsonValue& h : plan.value(QStringLiteral("heads")).toArray()) s.plan.heads.push_back(h.toInt());

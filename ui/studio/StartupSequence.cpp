@@ -13,6 +13,7 @@
 #include "widgets/HeatmapPanel.h"
 #include "widgets/PatchCanvas.h"
 #include "widgets/PromptPanel.h"
+#include "widgets/PlanForm.h"
 #include "widgets/SteeringPanel.h"
 #include "widgets/StreamView.h"
 #include "worker/Worker.h"
@@ -173,23 +174,31 @@ void StartupSequence::applyViewOptions() {
     }
 }
 
-// The command line's operator, coefficients and layers: applied at start and again once the
-// vectors arrive, so they win over a vector file's suggestions.
+// The command line's plan: applied whole at start (what it leaves out takes the defaults, not the
+// last session's settings), and again once the vectors arrive, over the file's suggestions, so
+// the command line wins over them.
 void StartupSequence::applyPlanOptions() {
-    if (!options_.op.isEmpty() || !std::isnan(options_.ck) || !std::isnan(options_.cv) || !options_.layers.isEmpty() ||
-        options_.propagate) {
-        PlanSettings p = p_.panes.steering->planSettings();
-        p.propagate = p.propagate || options_.propagate;
-        if (!options_.op.isEmpty()) p.op = options_.op;
-        if (!std::isnan(options_.ck)) p.ck = options_.ck;
-        if (!std::isnan(options_.cv)) p.cv = options_.cv;
-        if (!options_.layers.isEmpty()) {
-            const QStringList parts = options_.layers.split(QLatin1Char('-'));
-            p.layerFrom = parts.value(0).toInt();
-            p.layerTo = parts.size() > 1 ? parts.value(1).toInt() : p.layerFrom;
-        }
-        p_.panes.steering->setPlanSettings(p);
+    const StudioOptions& o = options_;
+    if (o.op.isEmpty() && o.ck.isEmpty() && o.cv.isEmpty() && o.layers.isEmpty() && !o.propagate && o.ablateTo.isEmpty()) return;
+    PlanSettings p = planOptionsApplied_ ? p_.panes.steering->planSettings() : PlanSettings();
+    if (!planOptionsApplied_) p_.panes.steering->planForm()->forgetRestored();   // nothing of the last session's plan runs
+    planOptionsApplied_ = true;
+    if (o.propagate) p.propagate = *o.propagate;
+    if (!o.op.isEmpty()) p.op = o.op;
+    if (!o.ablateTo.isEmpty()) p.ablateTarget = o.ablateTo;
+    auto coefficient = [](const QVector<double>& given, double& one, QVector<double>& byLayer) {
+        if (given.isEmpty()) return;
+        one = given.front();
+        byLayer = given.size() > 1 ? given : QVector<double>();
+    };
+    coefficient(o.ck, p.ck, p.ckByLayer);
+    coefficient(o.cv, p.cv, p.cvByLayer);
+    if (!o.layers.isEmpty()) {
+        const QStringList parts = o.layers.split(QLatin1Char('-'));
+        p.layerFrom = parts.value(0).toInt();
+        p.layerTo = parts.size() > 1 ? parts.value(1).toInt() : p.layerFrom;
     }
+    p_.panes.steering->setPlanSettings(p);
 }
 
 void StartupSequence::startVectors() {

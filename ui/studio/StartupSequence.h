@@ -68,6 +68,7 @@ private:
     bool waiting_[StepCount] = {};
     bool runWanted_ = false;
     bool settled_ = false;              // every step has settled once
+    bool planOptionsApplied_ = false;   // the command line's plan replaced the restored one
     quint64 imageRequest_ = 0;
     QString maskSpec_;                  // the mask being waited for: the command line's or the demo scene's
     quint64 runId_ = 0;

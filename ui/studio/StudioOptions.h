@@ -4,7 +4,9 @@
 #include "types/StudioTypes.h"
 
 #include <QString>
-#include <QtNumeric>
+#include <QVector>
+
+#include <optional>
 
 namespace kvsteer::ui {
 
@@ -19,15 +21,17 @@ struct StudioOptions {
     QString targetImagePath;          // compute image-pair vectors toward this image at start
     QString sessionPath;
     QString studyDir;                 // a study's folder to show in the Evaluate dock's Study tab
+    // A plan on the command line is applied whole: what it leaves out takes the defaults (or the
+    // vector file's suggestions), never the last session's settings.
     QString op;
     QString layers;                   // "A-B" or "N"
-    double ck = qQNaN();
-    double cv = qQNaN();
+    QVector<double> ck, cv;           // one value, or one per layer; empty: not given
+    QString ablateTo;                 // mean | zero; "": not given
     int maxTokens = 0;
     int heatmapMetric = -1;
     int heatmapLayer = -1;
     bool perPosition = false;         // --steer-toward computes one direction per patch
-    bool propagate = false;
+    std::optional<bool> propagate;    // --propagate / --no-propagate; unset: not given
     bool run = false;                 // run once everything above is ready
     QString readyFile;                // written when that run (and its heatmap) has finished
     bool atlas = false;               // after that run, run the atlas too (before the ready file)

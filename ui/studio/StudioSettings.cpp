@@ -2,6 +2,7 @@
 
 #include "widgets/HeatmapPanel.h"
 #include "widgets/PatchCanvas.h"
+#include "widgets/PlanForm.h"
 #include "widgets/PromptPanel.h"
 #include "widgets/SteeringPanel.h"
 
@@ -69,6 +70,7 @@ void StudioSettings::restoreWidgets() {
                                   s.value(QStringLiteral("steering/perPosition"), false).toBool(),
                                   s.value(QStringLiteral("steering/pca"), false).toBool());
     w_.steering->setPlanSettings(p);
+    w_.steering->planForm()->setRestored(p);   // said in the panel while it is in effect
     GenerationSettings g;
     g.maxNewTokens = s.value(QStringLiteral("generation/maxNewTokens"), g.maxNewTokens).toInt();
     g.sample = s.value(QStringLiteral("generation/sample"), g.sample).toBool();

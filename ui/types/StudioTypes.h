@@ -78,13 +78,18 @@ struct PlanSettings {
     QString ablateTarget = QStringLiteral("mean"); // mean | zero
     double ck = 1.0;
     double cv = 1.0;
+    // One coefficient per model layer (the command line's --ck 0,1,2, a vector file's suggestion):
+    // when set, these run instead of ck / cv above.
+    QVector<double> ckByLayer, cvByLayer;
     int layerFrom = 0;
     int layerTo = -1;                              // -1: the last layer
     QVector<int> heads;                            // KV heads; empty = all
 
+    QVector<double> ckValues() const { return ckByLayer.isEmpty() ? QVector<double>{ck} : ckByLayer; }   // what runs
+    QVector<double> cvValues() const { return cvByLayer.isEmpty() ? QVector<double>{cv} : cvByLayer; }
     bool operator==(const PlanSettings& o) const {
         return op == o.op && propagate == o.propagate && ablateTarget == o.ablateTarget && ck == o.ck && cv == o.cv &&
-               layerFrom == o.layerFrom && layerTo == o.layerTo && heads == o.heads;
+               ckByLayer == o.ckByLayer && cvByLayer == o.cvByLayer && layerFrom == o.layerFrom && layerTo == o.layerTo && heads == o.heads;
     }
     bool operator!=(const PlanSettings& o) const { return !(*this == o); }
 };

@@ -28,10 +28,16 @@ void RunSummary::show(const RunSummaryInput& in) {
     auto row = [&](const QString& k, const QString& v) {
         html += QStringLiteral("<tr><td style='%1; padding-right:10px'>%2</td><td>%3</td></tr>").arg(grey, k, v);
     };
+    // What runs: one coefficient, or one per layer ("2, 4, 8 by layer").
+    auto coefficient = [&](const QVector<double>& values) {
+        QStringList l;
+        for (double c : values) l << QString::number(c, 'g', 4);
+        return values.size() > 1 ? tr("%1 by layer").arg(l.join(QStringLiteral(", "))) : l.join(QString());
+    };
     row(tr("Plan"), tr("<b>%1</b> · c<sub>k</sub> %2 · c<sub>v</sub> %3 · %4 · %5 · %6")
                         .arg(p.op)
-                        .arg(p.ck, 0, 'g', 4)
-                        .arg(p.cv, 0, 'g', 4)
+                        .arg(coefficient(p.ckValues()))
+                        .arg(coefficient(p.cvValues()))
                         .arg(p.propagate ? tr("propagate") : tr("edit only"))
                         .arg(!haveModel ? tr("layers —") : p.layerFrom == to ? tr("layer %1").arg(to) : tr("layers %1–%2").arg(p.layerFrom).arg(to))
                         .arg(heads));

@@ -2,22 +2,16 @@
 
 #include "FlowLayout.h"
 #include "Icons.h"
-#include "steer/SteeringOperator.h"
+#include "PlanForm.h"
 
-#include <QButtonGroup>
 #include <QCheckBox>
 #include <QComboBox>
-#include <QDoubleSpinBox>
 #include <QFileInfo>
-#include <QFormLayout>
-#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
-#include <QRadioButton>
-#include <QSpinBox>
 #include <QStackedWidget>
 #include <QTableWidget>
 #include <QToolButton>
@@ -26,36 +20,6 @@
 namespace kvsteer::ui {
 
 namespace {
-
-// What the panel says of each core operator (core/steer/SteeringOperator.h names them).
-struct OperatorDoc {
-    const char* title;
-    const char* help;
-};
-
-OperatorDoc operatorDoc(SteeringOperator op) {
-    switch (op) {
-    case SteeringOperator::Add:
-        return {QT_TRANSLATE_NOOP("SteeringPanel", "Add"),
-                QT_TRANSLATE_NOOP("SteeringPanel", "K += s·c_k·ΔK and V += s·c_v·ΔV at every painted patch.")};
-    case SteeringOperator::NormPreserving:
-        return {QT_TRANSLATE_NOOP("SteeringPanel", "Norm-preserving"),
-                QT_TRANSLATE_NOOP("SteeringPanel", "Moves K and V toward the direction, keeping their norms.")};
-    case SteeringOperator::PreRope:
-        return {QT_TRANSLATE_NOOP("SteeringPanel", "Pre-RoPE keys"),
-                QT_TRANSLATE_NOOP("SteeringPanel", "Rotates ΔK to each patch's RoPE angle before adding; needs pre-RoPE vectors.")};
-    case SteeringOperator::Scale:
-        return {QT_TRANSLATE_NOOP("SteeringPanel", "Scale"),
-                QT_TRANSLATE_NOOP("SteeringPanel", "V ×= 1 + s·c_v and K ×= 1 + s·c_k. Needs no vectors.")};
-    case SteeringOperator::Spotlight:
-        return {QT_TRANSLATE_NOOP("SteeringPanel", "Spotlight"),
-                QT_TRANSLATE_NOOP("SteeringPanel", "Adds s·c_k to the attention logits of painted patches while decoding. Needs no vectors.")};
-    case SteeringOperator::Ablate:
-        return {QT_TRANSLATE_NOOP("SteeringPanel", "Ablate"),
-                QT_TRANSLATE_NOOP("SteeringPanel", "Pulls K/V of painted patches toward the image mean (or zero). Needs no vectors.")};
-    }
-    return {"", ""};
-}
 
 QLabel* hint(const QString& text, QWidget* parent) {
     auto* l = new QLabel(text, parent);
@@ -80,11 +44,15 @@ SteeringPanel::SteeringPanel(QWidget* parent) : QWidget(parent) {
     v->setContentsMargins(8, 6, 8, 8);
     v->setSpacing(10);
     v->addWidget(buildVectorsGroup());
-    v->addWidget(buildPlanGroup());
+    plan_ = new PlanForm(this);
+    v->addWidget(plan_);
     v->addWidget(buildMaskGroup());
     v->addStretch(1);
-    setModel(0, 0);
-    updateOperatorUi();
+    connect(plan_, &PlanForm::planChanged, this, &SteeringPanel::planChanged);
+    // The Pre-RoPE keys operator reads vectors in pre-RoPE space: the recipe computes them so.
+    connect(plan_, &PlanForm::operatorChanged, this, [this](const QString& op) {
+        if (op == QLatin1String("prerope") && !preRope()) keySpace_->setCurrentIndex(1);
+    });
 }
 
 // ---- vectors -------------------------------------------------------------------------------------
@@ -330,22 +298,7 @@ void SteeringPanel::showProposal(const QString& howChosen) {
 
 QString SteeringPanel::proposalText() const { return proposal_->isHidden() ? QString() : proposal_->text(); }
 
-void SteeringPanel::applySuggestions(const VectorsInfo& info) {
-    quiet_ = true;
-    if (!info.suggestedOperator.isEmpty()) {
-        const int i = op_->findData(info.suggestedOperator);
-        if (i >= 0) op_->setCurrentIndex(i);
-    }
-    if (info.suggestedCk.size() == 1) ck_->setValue(info.suggestedCk.front());
-    if (info.suggestedCv.size() == 1) cv_->setValue(info.suggestedCv.front());
-    if (!info.suggestedLayers.isEmpty()) {
-        layerFrom_->setValue(*std::min_element(info.suggestedLayers.begin(), info.suggestedLayers.end()));
-        layerTo_->setValue(*std::max_element(info.suggestedLayers.begin(), info.suggestedLayers.end()));
-    }
-    quiet_ = false;
-    updateOperatorUi();
-    emitPlan();
-}
+void SteeringPanel::applySuggestions(const VectorsInfo& info) { plan_->applySuggestions(info); }
 
 void SteeringPanel::setBusy(bool busy) {
     busy_ = busy;
@@ -357,197 +310,9 @@ void SteeringPanel::setBusy(bool busy) {
 
 // ---- plan --------------------------------------------------------------------------------------
 
-QWidget* SteeringPanel::buildPlanGroup() {
-    auto* box = new QGroupBox(tr("Plan"), this);
-    auto* form = new QFormLayout(box);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    form->setLabelAlignment(Qt::AlignRight | Qt::AlignVCenter);
-
-    op_ = new QComboBox(box);
-    for (const auto& [op, name] : kSteeringOperators) {
-        op_->addItem(tr(operatorDoc(op).title), QString::fromLatin1(name));
-        op_->setItemData(op_->count() - 1, tr(operatorDoc(op).help), Qt::ToolTipRole);
-    }
-    form->addRow(tr("Operator"), op_);
-    opHelp_ = hint(QString(), box);
-    form->addRow(QString(), opHelp_);
-
-    ablateTarget_ = new QComboBox(box);
-    ablateTarget_->addItem(tr("Mean over the image"), QStringLiteral("mean"));
-    ablateTarget_->addItem(tr("Zero"), QStringLiteral("zero"));
-    ablateLabel_ = new QLabel(tr("Ablate to"), box);
-    form->addRow(ablateLabel_, ablateTarget_);
-
-    auto* modeRow = new QWidget(box);
-    auto* modeLayout = new QHBoxLayout(modeRow);
-    modeLayout->setContentsMargins(0, 0, 0, 0);
-    editOnly_ = new QRadioButton(tr("Edit only"), modeRow);
-    editOnly_->setToolTip(tr("Edit the image's K/V only; the prompt text after the image keeps the K/V it got from the unedited image"));
-    propagate_ = new QRadioButton(tr("Propagate"), modeRow);
-    propagate_->setToolTip(tr("After the edit, recompute the prompt text that follows the image, so the question itself sees the steered image"));
-    editOnly_->setChecked(true);
-    auto* modeGroup = new QButtonGroup(modeRow);
-    modeGroup->addButton(editOnly_);
-    modeGroup->addButton(propagate_);
-    modeLayout->addWidget(editOnly_);
-    modeLayout->addWidget(propagate_);
-    modeLayout->addStretch(1);
-    form->addRow(tr("Mode"), modeRow);
-
-    auto makeCoef = [box](const QString& tip) {
-        auto* s = new QDoubleSpinBox(box);
-        s->setRange(-100.0, 100.0);
-        s->setDecimals(2);
-        s->setSingleStep(0.25);
-        s->setValue(1.0);
-        s->setAccelerated(true);
-        s->setToolTip(tip);
-        s->setKeyboardTracking(false);
-        return s;
-    };
-    ck_ = makeCoef(tr("Coefficient for the keys (c_k); the spotlight bias also uses it"));
-    cv_ = makeCoef(tr("Coefficient for the values (c_v)"));
-    auto* coefRow = new QWidget(box);
-    auto* coefLayout = new QHBoxLayout(coefRow);
-    coefLayout->setContentsMargins(0, 0, 0, 0);
-    coefLayout->addWidget(new QLabel(QStringLiteral("c<sub>k</sub>"), coefRow));
-    coefLayout->addWidget(ck_, 1);
-    coefLayout->addSpacing(8);
-    coefLayout->addWidget(new QLabel(QStringLiteral("c<sub>v</sub>"), coefRow));
-    coefLayout->addWidget(cv_, 1);
-    form->addRow(tr("Strength"), coefRow);
-
-    auto* layerRow = new QWidget(box);
-    auto* layerLayout = new QHBoxLayout(layerRow);
-    layerLayout->setContentsMargins(0, 0, 0, 0);
-    layerFrom_ = new QSpinBox(layerRow);
-    layerTo_ = new QSpinBox(layerRow);
-    layerFrom_->setToolTip(tr("First decoder layer whose cache is edited"));
-    layerTo_->setToolTip(tr("Last decoder layer whose cache is edited"));
-    auto* all = new QToolButton(layerRow);
-    all->setText(tr("All"));
-    all->setToolTip(tr("Edit every layer"));
-    layerLayout->addWidget(layerFrom_, 1);
-    layerLayout->addWidget(new QLabel(QStringLiteral("–"), layerRow));
-    layerLayout->addWidget(layerTo_, 1);
-    layerLayout->addWidget(all);
-    form->addRow(tr("Layers"), layerRow);
-
-    headsBox_ = new QWidget(box);
-    headsGrid_ = new QGridLayout(headsBox_);
-    headsGrid_->setContentsMargins(0, 0, 0, 0);
-    headsGrid_->setHorizontalSpacing(8);
-    headsGrid_->setVerticalSpacing(2);
-    form->addRow(tr("KV heads"), headsBox_);
-
-    connect(op_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
-        updateOperatorUi();
-        emitPlan();
-    });
-    connect(ablateTarget_, qOverload<int>(&QComboBox::currentIndexChanged), this, &SteeringPanel::emitPlan);
-    connect(propagate_, &QRadioButton::toggled, this, &SteeringPanel::emitPlan);
-    connect(ck_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &SteeringPanel::emitPlan);
-    connect(cv_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &SteeringPanel::emitPlan);
-    connect(layerFrom_, qOverload<int>(&QSpinBox::valueChanged), this, [this](int v) {
-        if (layerTo_->value() < v) layerTo_->setValue(v);
-        emitPlan();
-    });
-    connect(layerTo_, qOverload<int>(&QSpinBox::valueChanged), this, [this](int v) {
-        if (layerFrom_->value() > v) layerFrom_->setValue(v);
-        emitPlan();
-    });
-    connect(all, &QToolButton::clicked, this, [this] {
-        quiet_ = true;
-        layerFrom_->setValue(0);
-        layerTo_->setValue(layerTo_->maximum());
-        quiet_ = false;
-        emitPlan();
-    });
-    return box;
-}
-
-void SteeringPanel::updateOperatorUi() {
-    const QString op = op_->currentData().toString();
-    for (const auto& [o, name] : kSteeringOperators)
-        if (op == QLatin1String(name)) opHelp_->setText(tr(operatorDoc(o).help));
-    const bool ablate = op == QLatin1String("ablate");
-    ablateTarget_->setVisible(ablate);
-    ablateLabel_->setVisible(ablate);
-    cv_->setEnabled(op != QLatin1String("spotlight"));
-    if (op == QLatin1String("prerope") && !preRope()) keySpace_->setCurrentIndex(1);
-}
-
-void SteeringPanel::rebuildHeads(int kvHeads) {
-    for (QCheckBox* c : heads_) delete c;
-    heads_.clear();
-    const int perRow = kvHeads <= 8 ? kvHeads : 8;
-    for (int h = 0; h < kvHeads; ++h) {
-        auto* c = new QCheckBox(QString::number(h), headsBox_);
-        c->setChecked(true);
-        c->setToolTip(tr("Edit KV head %1 (uncheck to leave it untouched)").arg(h));
-        connect(c, &QCheckBox::toggled, this, &SteeringPanel::emitPlan);
-        headsGrid_->addWidget(c, h / std::max(1, perRow), h % std::max(1, perRow));
-        heads_.push_back(c);
-    }
-    for (int col = 0; col <= 8; ++col) headsGrid_->setColumnStretch(col, col == perRow ? 1 : 0);
-}
-
-void SteeringPanel::setModel(int layers, int kvHeads) {
-    quiet_ = true;
-    const bool wasAll = layers_ == 0 || (layerFrom_->value() == 0 && layerTo_->value() == layerTo_->maximum());
-    layers_ = layers;
-    const int last = std::max(0, layers - 1);
-    layerFrom_->setRange(0, last);
-    layerTo_->setRange(0, last);
-    if (wasAll) {
-        layerFrom_->setValue(0);
-        layerTo_->setValue(last);
-    }
-    if (kvHeads != heads_.size()) rebuildHeads(kvHeads);
-    setEnabled(layers > 0);
-    quiet_ = false;
-}
-
-PlanSettings SteeringPanel::planSettings() const {
-    PlanSettings s;
-    s.op = op_->currentData().toString();
-    s.propagate = propagate_->isChecked();
-    s.ablateTarget = ablateTarget_->currentData().toString();
-    s.ck = ck_->value();
-    s.cv = cv_->value();
-    s.layerFrom = layerFrom_->value();
-    s.layerTo = layerTo_->value() == layerTo_->maximum() ? -1 : layerTo_->value();
-    bool all = true;
-    QVector<int> heads;
-    for (int h = 0; h < heads_.size(); ++h) {
-        if (heads_[h]->isChecked()) heads.push_back(h);
-        else all = false;
-    }
-    if (!all) s.heads = heads;
-    return s;
-}
-
-void SteeringPanel::setPlanSettings(const PlanSettings& s) {
-    quiet_ = true;
-    const int i = op_->findData(s.op);
-    op_->setCurrentIndex(i >= 0 ? i : 0);
-    (s.propagate ? propagate_ : editOnly_)->setChecked(true);
-    const int a = ablateTarget_->findData(s.ablateTarget);
-    ablateTarget_->setCurrentIndex(a >= 0 ? a : 0);
-    ck_->setValue(s.ck);
-    cv_->setValue(s.cv);
-    layerFrom_->setValue(s.layerFrom);
-    layerTo_->setValue(s.layerTo < 0 ? layerTo_->maximum() : s.layerTo);
-    for (int h = 0; h < heads_.size(); ++h) heads_[h]->setChecked(s.heads.isEmpty() || s.heads.contains(h));
-    quiet_ = false;
-    updateOperatorUi();
-    emitPlan();
-}
-
-void SteeringPanel::emitPlan() {
-    if (quiet_) return;
-    Q_EMIT planChanged(planSettings());
-}
+void SteeringPanel::setModel(int layers, int kvHeads) { plan_->setModel(layers, kvHeads); }
+PlanSettings SteeringPanel::planSettings() const { return plan_->planSettings(); }
+void SteeringPanel::setPlanSettings(const PlanSettings& s) { plan_->setPlanSettings(s); }
 
 // ---- mask --------------------------------------------------------------------------------------
 

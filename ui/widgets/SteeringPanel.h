@@ -1,27 +1,23 @@
 #pragma once
 // SteeringPanel: where the steering vectors come from (a second image, the painted region, text
-// pairs, or a file), and the plan's settings — operator, edit-only vs propagate, c_k and c_v,
-// layer range, KV-head mask. Export / import of vector files and export of the mask as PNG.
+// pairs, or a file), the plan's settings (PlanForm: operator, edit-only vs propagate, c_k and
+// c_v, layer range, KV-head mask), export / import of vector files and export of the mask as PNG.
 // The panel holds settings only; the Worker computes, loads and saves.
 #include "types/StudioTypes.h"
 
 #include <QWidget>
 
-class QButtonGroup;
 class QCheckBox;
 class QComboBox;
-class QDoubleSpinBox;
-class QGridLayout;
-class QGroupBox;
 class QLabel;
 class QPushButton;
-class QRadioButton;
-class QSpinBox;
 class QStackedWidget;
 class QTableWidget;
 class QToolButton;
 
 namespace kvsteer::ui {
+
+class PlanForm;
 
 class SteeringPanel : public QWidget {
     Q_OBJECT
@@ -48,6 +44,7 @@ public:
     QString proposalText() const;
     const VectorsInfo& vectorsInfo() const { return vectors_; }
     void applySuggestions(const VectorsInfo& info); // operator / c_k / c_v / layers stored in a file
+    PlanForm* planForm() const { return plan_; }
     void setPaintedCells(int cells, int total);
     void setBusy(bool busy);
 
@@ -66,11 +63,7 @@ Q_SIGNALS:
 private:
     void showSourcePage(int sourceIndex);
     QWidget* buildVectorsGroup();
-    QWidget* buildPlanGroup();
     QWidget* buildMaskGroup();
-    void emitPlan();
-    void updateOperatorUi();
-    void rebuildHeads(int kvHeads);
 
     // vectors
     QComboBox* source_ = nullptr;
@@ -87,28 +80,13 @@ private:
     QToolButton* export_ = nullptr;
     QToolButton* import_ = nullptr;
     QToolButton* clearVectors_ = nullptr;
-    // plan
-    QComboBox* op_ = nullptr;
-    QLabel* opHelp_ = nullptr;
-    QComboBox* ablateTarget_ = nullptr;
-    QLabel* ablateLabel_ = nullptr;
-    QRadioButton* editOnly_ = nullptr;
-    QRadioButton* propagate_ = nullptr;
-    QDoubleSpinBox* ck_ = nullptr;
-    QDoubleSpinBox* cv_ = nullptr;
-    QSpinBox* layerFrom_ = nullptr;
-    QSpinBox* layerTo_ = nullptr;
-    QWidget* headsBox_ = nullptr;
-    QGridLayout* headsGrid_ = nullptr;
-    QVector<QCheckBox*> heads_;
+    PlanForm* plan_ = nullptr;
     // mask
     QLabel* maskStatus_ = nullptr;
 
     QString targetPath_;
     QByteArray targetBytes_;
     VectorsInfo vectors_;
-    int layers_ = 0;
-    bool quiet_ = false;   // no planChanged while setting several fields
     bool busy_ = false;
 };
 

@@ -128,8 +128,9 @@ std::vector<int> layerRange(const PlanSettings& p, int layers) {
 PlanOptions planOptions(const PlanSettings& p, int layers) {
     PlanOptions o;
     o.op = ss(p.op);
-    o.ck = {p.ck};
-    o.cv = {p.cv};
+    const QVector<double> ck = p.ckValues(), cv = p.cvValues();   // one value, or one per layer
+    o.ck.assign(ck.begin(), ck.end());
+    o.cv.assign(cv.begin(), cv.end());
     o.layers = layerRange(p, layers);
     o.heads.assign(p.heads.begin(), p.heads.end());
     o.propagate = p.propagate;

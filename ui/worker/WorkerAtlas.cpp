@@ -105,7 +105,9 @@ void Worker::runAtlas(const AtlasRequest& req) {
         if (rows.empty()) rows = defaultLayerRanges(layers);
         std::vector<double> strengths(req.strengths.begin(), req.strengths.end());
         if (strengths.empty()) {   // around the panel's coefficient
-            const double c = std::abs(atlasSetsValues(base) ? req.plan.cv : req.plan.ck);
+            const QVector<double> panel = atlasSetsValues(base) ? req.plan.cvValues() : req.plan.ckValues();   // one, or one per layer
+            double c = 0;
+            for (double v : panel) c = std::max(c, std::abs(v));
             strengths = logSpaced(c > 0 ? c / 4 : 1, c > 0 ? c * 4 : 16, 5);
         }
         const std::vector<AtlasSetting> settings = atlasGrid(base, rows, strengths);

@@ -34,6 +34,12 @@ std::string steeringHash(const EvalRequest& r, const QByteArray& vectors) {
                   .arg(r.maxNewTokens)
                   .toUtf8());
     for (int head : p.heads) h.addData(QByteArray::number(head) + ',');
+    // Per-layer coefficients only when set, so a folder run with one value keeps its identity.
+    for (const auto* list : {&p.ckByLayer, &p.cvByLayer}) {
+        if (list->isEmpty()) continue;
+        h.addData(QByteArrayLiteral("|by layer:"));
+        for (double c : *list) h.addData(QByteArray::number(c, 'g', 17) + ',');
+    }
     if (!r.itemRegions)
         h.addData(QByteArray(reinterpret_cast<const char*>(r.strength.values.constData()), r.strength.values.size() * int(sizeof(float))));
     h.addData(vectors);

@@ -184,8 +184,9 @@ void Worker::exportVectors(const QString& path, const PlanSettings& plan, const 
         info.modelName = d->model->config().name;
         info.configHash = d->model->config().configHash;
         info.operatorName = ss(plan.op);
-        info.ck = {plan.ck};
-        info.cv = {plan.cv};
+        const QVector<double> ck = plan.ckValues(), cv = plan.cvValues();   // the file suggests what runs
+        info.ck.assign(ck.begin(), ck.end());
+        info.cv.assign(cv.begin(), cv.end());
         info.layers = layerRange(plan, d->model->config().text.numLayers);
         info.headMask.clear();
         if (!plan.heads.isEmpty()) {
