@@ -246,7 +246,7 @@ std::vector<CommandHelp> build() {
                    {"--model DIR [--image FILE] --prompt TEXT [--raw-prompt] [--vectors FILE] [--mask MASK]",
                     "[--layers LAYERS] [--heads LIST] [--ck X] [--cv Y] [--ablate-to mean|zero] [--propagate]",
                     "[--operator add|norm|prerope|scale|spotlight|ablate] [--max-new-tokens N]",
-                    "[--json] [--logprobs K] [--target TEXT]"},
+                    "[--json] [--logprobs K] [--target TEXT] [--python]"},
                    {inputGroup("none: a text-only prompt, steered on its tokens"),
                     planGroup(planOptions()),
                     decodingGroup("32"),
@@ -264,7 +264,12 @@ std::vector<CommandHelp> build() {
                       {"--target TEXT",
                        "the log-prob of TEXT as the answer, teacher-forced, under the unsteered and the steered cache, "
                        "and steered minus unsteered (in --json's object, else printed)",
-                       "none"}}},
+                       "none"},
+                      {"--python",
+                       "print the plan as a Python script for Hugging Face transformers instead of running it (the studio's "
+                       "Copy as Python: absolute paths, the same max new tokens, both answers printed as JSON lines with "
+                       "their ids; docs/steering.md)",
+                       ""}}},
                     modelGroup()},
                    kModelNote | kPromptNote | kMaskNote | kJsonNote));
 

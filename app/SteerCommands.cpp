@@ -3,6 +3,7 @@
 #include "CliOptions.h"
 #include "CommandLine.h"
 #include "PlanFlags.h"
+#include "SteerPython.h"
 #include "Error.h"
 #include "models/ModelRegistry.h"
 #include "models/Prompt.h"
@@ -165,9 +166,12 @@ nlohmann::ordered_json targetJson(const Session& session, const SteeredCache& st
 }
 
 int commandSteer(int argc, char** argv) {
-    CommandLine cl(withOptions(withOptions(planOptionNames(), {"logprobs", "target"}), modelOptionNames()), {"propagate", "json", "raw-prompt"});
+    CommandLine cl(withOptions(withOptions(planOptionNames(), {"logprobs", "target"}), modelOptionNames()),
+                   {"propagate", "json", "raw-prompt", "python"});
     cl.parse(argc, argv, 2);
     const bool json = cl.has("json");
+    if (cl.has("python") && (json || cl.has("logprobs") || cl.has("target")))
+        throw UsageError("--python prints the plan as a Python script and runs nothing: leave out --json, --logprobs and --target");
     StepLogProbs logprobs;
     logprobs.topK = cl.getInt("logprobs", 5);
     if (logprobs.topK < 0 || logprobs.topK > kMaxLogprobs)
@@ -177,6 +181,10 @@ int commandSteer(int argc, char** argv) {
     const GenerationOptions gen = generationOptions(cl, 32);
     const Prompt prompt = promptFromOptions(cl, *model);
     const PlanInputs in = planFromOptions(cl, *model, prompt.span);
+    if (cl.has("python")) {
+        std::cout << steerAsPython(cl, *model, prompt, in, gen);
+        return 0;
+    }
     // The target's tokens before the run: an empty one is refused before anything is decoded.
     const std::vector<int64_t> targetIds = cl.has("target") ? model->tokenizer().encode(cl.get("target"), false) : std::vector<int64_t>();
     if (cl.has("target") && targetIds.empty()) throw UsageError("--target: the text has no tokens");

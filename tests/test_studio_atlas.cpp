@@ -3,8 +3,8 @@
 // fills a 4 × 3 grid (c_v 8, 16, 32, 64 × all / middle / 2-3), c_v 16 on all layers reads "blue"
 // and is marked different, every cell at c_v >= 32 is degenerate; clicking a cell sets the
 // Steering panel; a stroke marks the atlas out of date; Stop stops it (while queued and mid-run);
-// File → Open Demo Scene brings the scene back; Copy as Python names the vector file, c_v 16 and
-// the mask.
+// File → Open Demo Scene brings the scene back; Copy as Python names the vector file, c_v 16,
+// the mask, the image's absolute path and the Max tokens (the script itself: test_python_snippet).
 //
 // torch (through the core) before any Qt header.
 #include "TestSupport.h"
@@ -38,31 +38,6 @@ using namespace kvsteer;
 using namespace kvsteer::ui;
 using namespace kvsteer::test;
 
-namespace {
-
-// A plan for the Python hand-off on a model of `family` (no model needs loading: the snippet only
-// reads the studio's model info): c_k 2, c_v 4 on every layer of 4, the grid's last cell painted
-// (on a text prompt's strip, the default "last" token).
-SnippetInputs snippetCase(const char* family, const char* promptTemplate, bool vision) {
-    SnippetInputs in;
-    in.model.family = QString::fromUtf8(family);
-    in.model.name = QStringLiteral("tiny");
-    in.model.directory = QStringLiteral("/models/tiny");
-    in.model.layers = 4;
-    in.model.hasVision = vision;
-    in.model.promptTemplate = QString::fromUtf8(promptTemplate);
-    in.vectorsPath = QStringLiteral("/tmp/v.safetensors");
-    in.keySpace = QStringLiteral("post-rope");
-    in.imageName = QStringLiteral("red.png");
-    in.question = QStringLiteral("What color is the circle?");
-    in.strength = vision ? StrengthGrid(16, 16) : StrengthGrid(1, 12);
-    in.strength.values.back() = 1.0f;
-    in.plan.ck = 2;
-    in.plan.cv = 4;
-    return in;
-}
-
-} // namespace
 
 class TestStudioAtlas : public QObject {
     Q_OBJECT
@@ -260,6 +235,10 @@ private Q_SLOTS:
         QVERIFY(py.contains(QStringLiteral(KVSTEER_STUDIO_DEMO_MODEL_DIR)));
         QVERIFY(py.contains(QStringLiteral("USER: <image>\\nWhat color is the circle? ASSISTANT:")));
         QVERIFY(!py.contains(QStringLiteral("NotImplementedError")));
+        // Runs from any folder, with the studio's budget, and prints both answers.
+        QVERIFY2(py.contains(QStringLiteral("image_path = \"%1/red_circle.png\"").arg(QStringLiteral(KVSTEER_STUDIO_DEMO_IMAGES_DIR))), qPrintable(py));
+        QVERIFY2(py.contains(QStringLiteral("max_new_tokens = %1\n").arg(w_->promptPanel()->generation().maxNewTokens)), qPrintable(py));
+        QVERIFY(py.contains(QStringLiteral("(\"unsteered\", pristine), (\"steered\", cache)")));
         // An operator a few lines cannot express is said so, not emitted wrong.
         SnippetInputs in;
         in.model = w_->modelInfo();
@@ -273,157 +252,6 @@ private Q_SLOTS:
         StrengthGrid ragged = in.strength;
         ragged.values[0] = 0.5f;
         QVERIFY(pythonMask(ragged).contains(QStringLiteral("(0, 0, 0.5)")));
-    }
-
-    // Every family the studio loads × every operator: the snippet loads the family's transformers
-    // class, finds the steered positions the family's way and writes the operator's math as the core
-    // computes it, or it raises NotImplementedError with the reason — never a silently wrong edit.
-    void copyAsPythonCoversEveryFamilyAndOperator() {
-        struct Family {
-            const char* name;
-            const char* modelClass;
-            const char* span;   // how the snippet finds the positions the plan steers
-            const char* promptTemplate;
-            bool vision;
-        };
-        const Family families[] = {
-            {"LLaVA-1.5", "LlavaForConditionalGeneration", "span = (ids[0] == model.config.image_token_index).nonzero()",
-             "USER: <image>\n{question} ASSISTANT:", true},
-            {"LLaVA-NeXT", "LlavaNextForConditionalGeneration", "span = (ids[0] == model.config.image_token_index).nonzero()",
-             "USER: <image>\n{question} ASSISTANT:", true},
-            {"PaliGemma", "PaliGemmaForConditionalGeneration", "span = (ids[0] == model.config.image_token_index).nonzero()",
-             "<image><bos>{question}\n", true},
-            {"Qwen2-VL", "Qwen2VLForConditionalGeneration", "span = (ids[0] == model.config.image_token_id).nonzero()",
-             "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>"
-             "{question}<|im_end|>\n<|im_start|>assistant\n",
-             true},
-            {"Qwen2.5-VL", "Qwen2_5_VLForConditionalGeneration", "span = (ids[0] == model.config.image_token_id).nonzero()",
-             "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>"
-             "{question}<|im_end|>\n<|im_start|>assistant\n",
-             true},
-            {"Qwen3-VL", "Qwen3VLForConditionalGeneration", "span = (ids[0] == model.config.image_token_id).nonzero()",
-             "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>{question}<|im_end|>\n<|im_start|>assistant\n", true},
-            {"Qwen2", "AutoModelForCausalLM", "span = torch.arange(ids.shape[1] - 1)", "", false},
-            {"Llama-3", "AutoModelForCausalLM", "span = torch.arange(ids.shape[1] - 1)", "", false},
-            {"Llama", "AutoModelForCausalLM", "span = torch.arange(ids.shape[1] - 1)", "", false},
-        };
-        // core/steer/SteeringPlan.cpp's edits, as Python on the painted positions x (f = s(p)·c, d = Δ).
-        const QMap<QString, QStringList> math = {
-            {QStringLiteral("add"), {QStringLiteral("X[:, h, span[sel]] = x + f * d")}},
-            {QStringLiteral("norm"),
-             {QStringLiteral("y = x + f * d"), QStringLiteral("X[:, h, span[sel]] = torch.where(n > 0, y * (x.norm(dim=-1, keepdim=True) / n), x)")}},
-            {QStringLiteral("scale"), {QStringLiteral("X[:, h, span[sel]] = x * (1 + f)")}},
-            {QStringLiteral("ablate"),
-             {QStringLiteral("target = X[:, h, span].mean(1, keepdim=True)"), QStringLiteral("X[:, h, span[sel]] = x + f * (target - x)")}},
-        };
-        const QStringList ops = {QStringLiteral("add"),   QStringLiteral("norm"),      QStringLiteral("scale"),
-                                 QStringLiteral("ablate"), QStringLiteral("prerope"), QStringLiteral("spotlight")};
-        for (const Family& family : families) {
-            SnippetInputs in = snippetCase(family.name, family.promptTemplate, family.vision);
-            for (const QString& op : ops) {
-                in.plan.op = op;
-                const QString py = pythonSnippet(in);
-                const QByteArray what = (QString::fromUtf8(family.name) + QStringLiteral(" / ") + op + QStringLiteral(":\n") + py).toUtf8();
-                if (!math.contains(op)) {   // prerope, spotlight: refused with the reason
-                    QVERIFY2(py.contains(QStringLiteral("raise NotImplementedError(\"kvsteer: the '%1' operator").arg(op)), what.constData());
-                    QVERIFY2(!py.contains(QStringLiteral("from_pretrained")) && !py.contains(QStringLiteral("generate(")), what.constData());
-                    continue;
-                }
-                QVERIFY2(!py.contains(QStringLiteral("NotImplementedError")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("model = %1.from_pretrained(model_id").arg(QString::fromUtf8(family.modelClass))), what.constData());
-                QVERIFY2(py.contains(QString::fromUtf8(family.span)), what.constData());
-                const bool anyres = QLatin1String(family.name) == QLatin1String("LLaVA-NeXT");   // its ablate mean skips the newline tokens
-                for (QString line : math[op]) QVERIFY2(py.contains(anyres ? line.replace(QStringLiteral("span]"), QStringLiteral("span[cells]]")) : line), what.constData());
-                const bool vectors = op == QLatin1String("add") || op == QLatin1String("norm");   // scale and ablate read no file
-                QCOMPARE(py.contains(QStringLiteral("with safe_open(vectors_path")), vectors);
-                QCOMPARE(py.contains(QStringLiteral("if cv and l in dV: edit(V, cv, dV[l])")), vectors);
-                QVERIFY2(py.contains(QStringLiteral("ck, cv = 2, 4")) && py.contains(QStringLiteral("layers = range(4)")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("assert s.numel() == span.numel()")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("cache.crop(ids.shape[1] - 1)")), what.constData());   // decoding feeds the last token
-            }
-            in.plan.op = QStringLiteral("add");
-            const QString py = pythonSnippet(in);
-            const QByteArray what = py.toUtf8();
-            QCOMPARE(py.contains(QStringLiteral("from PIL import Image")), family.vision);
-            QCOMPARE(py.contains(QStringLiteral("AutoTokenizer.from_pretrained(model_id)")), !family.vision);
-            QCOMPARE(py.contains(QStringLiteral("AutoProcessor.from_pretrained(model_id)")), family.vision);
-            if (!family.vision) {   // the prompt's own tokens: a 1 × N strip, the last one painted
-                QVERIFY2(py.contains(QStringLiteral("mask = torch.zeros(1, 12)")) && py.contains(QStringLiteral("mask[0:1, 11:12] = 1")), what.constData());
-                QVERIFY2(!py.contains(QStringLiteral("image_token")), what.constData());
-            }
-            const QString name = QString::fromUtf8(family.name);
-            // The first transformers release that has the family's class.
-            const char* release = name == QLatin1String("Qwen3-VL") ? "4.57" : name == QLatin1String("Qwen2.5-VL") ? "4.49" : "4.45";
-            QVERIFY2(py.contains(QStringLiteral("(Hugging Face transformers >= %1,").arg(QString::fromUtf8(release))), what.constData());
-            if (name == QLatin1String("LLaVA-NeXT")) {
-                // The map on the crops' grid, spread onto the base view and the newline tokens as the
-                // processor lays the picture out (models/llava_next/AnyresGrid, cache/SpanCells).
-                QVERIFY2(py.contains(QStringLiteral("best_h, best_w = max(model.config.image_grid_pinpoints, key=keeps)")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("s = torch.cat([base.flatten(), torch.cat([mask, torch.zeros(rows, 1)], 1).flatten()])")),
-                         what.constData());
-                QVERIFY2(py.contains(QStringLiteral("import math")) && py.contains(QStringLiteral("model.generate(")), what.constData());
-            } else if (name == QLatin1String("LLaVA-1.5")) {
-                QVERIFY2(py.contains(QStringLiteral("prompt = \"USER: <image>\\nWhat color is the circle? ASSISTANT:\"")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("model.generate(")) && !py.contains(QStringLiteral("rope_pos")), what.constData());
-            } else if (name == QLatin1String("PaliGemma")) {
-                // The question alone (the processor lays out "<image>"×N + "<bos>" + q + "\n"); the whole
-                // prefix is prefilled bidirectionally and its last position dropped, as kvsteer does.
-                QVERIFY2(py.contains(QStringLiteral("prompt = \"What color is the circle?\"")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("prefix-LM")) && py.contains(QStringLiteral("model(**inputs, past_key_values=cache")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("model.generate(")), what.constData());
-            } else if (name == QLatin1String("Qwen2-VL") || name == QLatin1String("Qwen2.5-VL") || name == QLatin1String("Qwen3-VL")) {
-                // M-RoPE: the prompt's positions and every decoded one are given explicitly.
-                QVERIFY2(!py.contains(QStringLiteral("image_token_index")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("<|vision_start|><|image_pad|><|vision_end|>What color is the circle?")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("spatial_merge_size")) && py.contains(QStringLiteral("rope_delta = max(gh, gw) - gh * gw")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("model(**inputs, position_ids=rope_pos, past_key_values=cache")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("torch.full((3, 1, 1), cache.get_seq_length() + rope_delta)")), what.constData());
-                QVERIFY2(!py.contains(QStringLiteral("model.generate(")), what.constData());
-            } else if (name == QLatin1String("Llama")) {
-                QVERIFY2(py.contains(QStringLiteral("prompt = \"USER: What color is the circle? ASSISTANT:\"")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("inputs = tokenizer(prompt, return_tensors=\"pt\")")), what.constData());
-            } else {   // Qwen2, Llama-3: the checkpoint's chat template
-                QVERIFY2(py.contains(QStringLiteral("question = \"What color is the circle?\"")), what.constData());
-                QVERIFY2(py.contains(QStringLiteral("tokenizer.apply_chat_template([{\"role\": \"user\", \"content\": question}]")), what.constData());
-            }
-
-            // Propagate: recomputed from the edited cache on a causal prompt; PaliGemma's bidirectional
-            // recompute is refused.
-            in.plan.propagate = true;
-            const QString propagated = pythonSnippet(in);
-            const QByteArray whatPropagated = propagated.toUtf8();
-            if (name == QLatin1String("PaliGemma")) {
-                QVERIFY2(propagated.contains(QStringLiteral("raise NotImplementedError(\"kvsteer: propagate mode on PaliGemma")), whatPropagated.constData());
-                QVERIFY2(!propagated.contains(QStringLiteral("generate(")), whatPropagated.constData());
-            } else {
-                QVERIFY2(!propagated.contains(QStringLiteral("NotImplementedError")), whatPropagated.constData());
-                QVERIFY2(propagated.contains(QStringLiteral("cache.crop(end)")), whatPropagated.constData());
-                QVERIFY2(propagated.contains(family.vision ? QStringLiteral("end = int(span[-1]) + 1") : QStringLiteral("end = int(span[sel].max()) + 1")),
-                         whatPropagated.constData());
-                QVERIFY2(propagated.contains(name == QLatin1String("Qwen2-VL") || name == QLatin1String("Qwen2.5-VL") || name == QLatin1String("Qwen3-VL")
-                                                 ? QStringLiteral("model(input_ids=ids[:, end:-1], position_ids=rope_pos[..., end:-1], past_key_values=cache")
-                                                 : QStringLiteral("model(input_ids=ids[:, end:-1], past_key_values=cache")),
-                         whatPropagated.constData());
-            }
-            in.plan.propagate = false;
-
-            // Ablate to zero; pre-RoPE key vectors are refused for add and norm (kvsteer refuses them too),
-            // not for scale, which reads no vectors.
-            in.plan.op = QStringLiteral("ablate");
-            in.plan.ablateTarget = QStringLiteral("zero");
-            QVERIFY(pythonSnippet(in).contains(QStringLiteral("target = 0")));
-            in.keySpace = QStringLiteral("pre-rope");
-            for (const char* op : {"add", "norm"}) {
-                in.plan.op = QString::fromUtf8(op);
-                QVERIFY(pythonSnippet(in).contains(QStringLiteral("raise NotImplementedError(\"kvsteer: the file's key vectors are pre-RoPE")));
-            }
-            in.plan.op = QStringLiteral("scale");
-            QVERIFY(!pythonSnippet(in).contains(QStringLiteral("NotImplementedError")));
-        }
-        // A family the snippet does not know is named, not guessed.
-        const QString other = pythonSnippet(snippetCase("Gemma3", "<image>{question}", true));
-        QVERIFY2(other.contains(QStringLiteral("raise NotImplementedError(\"kvsteer: the Gemma3 family is not one this snippet knows")), qPrintable(other));
-        QVERIFY(!other.contains(QStringLiteral("from_pretrained")));
     }
 
     void cleanupTestCase() {

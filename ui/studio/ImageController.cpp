@@ -86,6 +86,7 @@ void ImageController::onReady(const ImageInfo& info) {
     if (!pendingBytes_.isEmpty()) {
         bytes_ = pendingBytes_;
         name_ = pendingName_;
+        path_ = pendingPath_;
         pendingBytes_.clear();
         if (!pendingPath_.isEmpty()) settings_->addRecent(StudioSettings::Recent::Images, pendingPath_);
         pendingPath_.clear();

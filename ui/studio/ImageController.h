@@ -25,6 +25,7 @@ public:
     bool arriving() const { return !pendingBytes_.isEmpty(); }   // an image is on its way to the Worker
     QByteArray bytes() const { return bytes_; }
     QString name() const { return name_; }
+    QString path() const { return path_; }   // the shown image's file, absolute; "" when it came from no file (pasted, dropped pixels)
 
     // Each returns the request's id; 0: the file could not be read (an error was shown).
     quint64 openFile(const QString& path);
@@ -48,7 +49,7 @@ private:
     QWidget* window_;
     quint64 lastId_ = 0;
     QByteArray bytes_, pendingBytes_;
-    QString name_, pendingName_, pendingPath_;
+    QString name_, pendingName_, pendingPath_, path_;
     bool ready_ = false;
 };
 

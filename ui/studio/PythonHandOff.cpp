@@ -31,10 +31,13 @@ QString PythonHandOff::snippet() const {
     in.model = models_->info();
     in.vectorsPath = vectorsPath_;
     in.keySpace = steering_->vectors().keySpace;
-    in.imageName = images_->name();
+    // The file, absolute, so the script runs from any folder; an image from no file (pasted) is
+    // named, to be saved first.
+    in.imagePath = images_->path().isEmpty() ? images_->name() : images_->path();
     in.question = panes_.prompt->prompt().trimmed();
     in.plan = panes_.steering->planSettings();
     in.strength = panes_.canvas->strength();
+    in.maxNewTokens = panes_.prompt->generation().maxNewTokens;
     return pythonSnippet(in);
 }
 
