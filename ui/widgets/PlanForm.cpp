@@ -305,10 +305,7 @@ void PlanForm::setPlanSettings(const PlanSettings& s) {
     layerFrom_->setValue(s.layerFrom);
     layerTo_->setValue(s.layerTo < 0 ? layerTo_->maximum() : s.layerTo);
     for (int h = 0; h < heads_.size(); ++h) heads_[h]->setChecked(s.heads.isEmpty() || s.heads.contains(h));
-    quiet_ = false;
-    updateOperatorUi();
-    updateByLayer();
-    emitPlan();
+    settle();
 }
 
 void PlanForm::applySuggestions(const VectorsInfo& info) {
@@ -332,6 +329,11 @@ void PlanForm::applySuggestions(const VectorsInfo& info) {
         layerFrom_->setValue(*std::min_element(info.suggestedLayers.begin(), info.suggestedLayers.end()));
         layerTo_->setValue(*std::max_element(info.suggestedLayers.begin(), info.suggestedLayers.end()));
     }
+    settle();
+}
+
+// After several fields were set quietly: the operator's and the lists' widgets follow, one planChanged.
+void PlanForm::settle() {
     quiet_ = false;
     updateOperatorUi();
     updateByLayer();

@@ -50,6 +50,7 @@ private:
     void updateByLayer();
     void rebuildHeads(int kvHeads);
     void updateRestoredNote();
+    void settle();
     void emitPlan();
 
     QComboBox* op_ = nullptr;
