@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/install-deps.sh
-scripts/build.sh
+# The apps only: the test executables are built by scripts/test.sh.
+KVSTEER_TARGETS="kvsteer kvsteer-studio bench" scripts/build.sh
 if [ -x build/app/kvsteer-studio ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; }; then
   exec build/app/kvsteer-studio "$@"
 fi

@@ -63,7 +63,9 @@ struct BatchResult {
 
 // Decodes `batch` (one row per DecodeRow, all holding the same number of tokens) until every row
 // has ended. `captureAttention` reports the attention weights of every step. At most
-// kernels::kSkinnyMaxRows rows: beyond that a row's bits would depend on the batch.
+// kernels::kSkinnyMaxRows rows, the skinny kernel's widest tile, which reads each weight once for
+// the whole batch. (The bits would not change beyond it: the panel kernel gives each row the
+// skinny kernel's bits, test_determinism.)
 BatchResult decodeBatch(const Session& session, KVCache batch, const std::vector<DecodeRow>& rows, const BatchCallbacks& callbacks = {},
                         const std::atomic<bool>* cancel = nullptr, bool captureAttention = false);
 
