@@ -1,4 +1,5 @@
 #include "Runtime.h"
+#include "ThreadPool.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -55,7 +56,8 @@ void setThreads(int threads) {
     keepFreedBuffersForReuse();
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (SetThreadsFn set = openblasSetThreads()) set(1);
-    at::set_num_threads(threads);
+    at::set_num_threads(1);
+    setPoolThreads(threads);
 }
 
 void setBlasThreads(int threads) {
@@ -68,10 +70,10 @@ void setBlasThreads(int threads) {
     }
 }
 
-// Whichever pool holds the cores: ATen's after setThreads, OpenBLAS's after setBlasThreads.
+// Whichever pool holds the cores: kvsteer's after setThreads, OpenBLAS's after setBlasThreads.
 int currentThreads() {
     const GetThreadsFn blas = openblasGetThreads();
-    return std::max(at::get_num_threads(), blas ? blas() : 1);
+    return std::max(poolThreads(), blas ? blas() : 1);
 }
 
 bool deviceAvailable(const c10::Device& device) {

@@ -1,18 +1,12 @@
 // The kernels' front door: which ISA runs (the CPU, KVSTEER_ISA, forceIsa), how the work is split
-// over ATen's thread pool, and the panel kernel's blocks. The arithmetic itself
+// over the thread pool (ThreadPool.h), and the panel kernel's blocks. The arithmetic itself
 // is in the per-ISA files (KernelsPortable.cpp, KernelsAvx2.cpp, KernelsAvx512.cpp), reached
 // through the table in KernelTable.h. Compiled with no special flags, like the rest of the project.
 #include "kernels/Kernels.h"
 #include "kernels/KernelTable.h"
 #include "kernels/PanelLoops.h"
 
-#include <ATen/Parallel.h>
-
-// With an OpenMP libtorch (Debian's), at::parallel_for only uses the pool in a file compiled with
-// OpenMP; without it every matmul would quietly run on one thread (core/CMakeLists.txt).
-#if AT_PARALLEL_OPENMP && !defined(_OPENMP)
-#error "Kernels.cpp must be compiled with OpenMP, or at::parallel_for runs on one thread"
-#endif
+#include "ThreadPool.h"
 
 #include <algorithm>
 #include <atomic>
@@ -157,23 +151,15 @@ constexpr int64_t kRowQuantum = 16;
 constexpr int64_t kMinParallelWeights = 1 << 18;   // skinny: weight elements read
 constexpr int64_t kMinParallelMacs = 1 << 20;      // panel: multiply-adds
 
-// Runs runBlock(b) for b in [0, blocks), spread over ATen's pool when `parallel`: each thread takes
+// Runs runBlock(b) for b in [0, blocks), spread over the pool when `parallel`: each thread takes
 // the next block not yet taken, so a thread slowed by a neighbour does fewer (in fixed runs,
 // OpenMP's static split, the pool thread of a 594-token prompt spent 8 % of its samples waiting for
 // the main thread at the end of the panels; perf, 2 threads). Each block is computed whole by one
 // thread, so which thread takes it never changes its bits.
 template <class Fn>
 void forEachTakenBlock(int64_t blocks, bool parallel, const Fn& runBlock) {
-    const int64_t threads = std::max(1, at::get_num_threads());
-    if (!parallel || blocks <= 1 || threads == 1) {
-        for (int64_t b = 0; b < blocks; ++b) runBlock(b);
-        return;
-    }
-    std::atomic<int64_t> next{0};
-    at::parallel_for(0, std::min(threads, blocks), 1, [&](int64_t, int64_t) {
-        for (int64_t b = next.fetch_add(1, std::memory_order_relaxed); b < blocks; b = next.fetch_add(1, std::memory_order_relaxed))
-            runBlock(b);
-    });
+    if (parallel) return forEachTaken(blocks, runBlock);
+    for (int64_t b = 0; b < blocks; ++b) runBlock(b);
 }
 
 // Runs fn(n0, n1) over [0, rows) in blocks of blockRows rows (forEachTakenBlock).
@@ -214,7 +200,7 @@ namespace {
 // 8 (the 8-row tile) gained too, 65-72 -> 60-62 and 152-170 -> 143-145 ms. A late thread still
 // takes fewer rows: the other one goes on to the next part's block.
 int64_t skinnyBlockRows(const WeightView& w) {
-    const int64_t threads = std::max(1, at::get_num_threads());
+    const int64_t threads = poolThreads();
     return roundUp(divUp(w.rows, threads), kRowQuantum);
 }
 
@@ -308,7 +294,7 @@ void panelRowsOnThread(const KernelTable& table, const float* x, int64_t m, int6
 void panelMatmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride) {
     if (handleEmpty(m, w, y, yStride)) return;
     const KernelTable& table = activeTable();
-    const int64_t threads = std::max(1, at::get_num_threads());
+    const int64_t threads = poolThreads();
     // Panels no taller than an even share of the rows, so a short matrix still uses every thread.
     // Each output is computed whole by one thread, so how the rows are shared changes no bit.
     const int64_t rowsPerPanel = std::min(panelRows(w.cols), roundUp(divUp(w.rows, threads), kRowQuantum));

@@ -1,6 +1,6 @@
 #include "nn/Activation.h"
 
-#include <ATen/Parallel.h>
+#include "ThreadPool.h"
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gelu.h>
@@ -52,7 +52,7 @@ at::Tensor rowLoop(const at::Tensor& gate, const at::Tensor* up, Activation kind
     float* op = out.data_ptr<float>();
     const int64_t gs = gc.stride(0), us = up ? uc.stride(0) : 0;
     auto loop = [&](auto one) {   // `one`: a lambda of its own type per activation, inlined
-        at::parallel_for(0, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+        parallelFor(0, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
             for (int64_t r = r0; r < r1; ++r)
                 for (int64_t i = 0; i < cols; ++i) {
                     const float a = one(gp[r * gs + i]);

@@ -3,7 +3,7 @@
 #include "Error.h"
 #include "kernels/Kernels.h"
 
-#include <ATen/Parallel.h>
+#include "ThreadPool.h"
 #include <ATen/ops/empty.h>
 #include <ATen/ops/matmul.h>
 
@@ -47,7 +47,7 @@ at::Tensor matmulTransposed(const at::Tensor& a, const at::Tensor& b) {
         }
     };
     if (m * n * k < kMatrixParallelMacs && count > 1)
-        at::parallel_for(0, count, 1, multiply);   // kernels::matmul runs inline inside it
+        parallelFor(0, count, 1, multiply);   // kernels::matmul runs inline inside it
     else
         multiply(0, count);
     return out;

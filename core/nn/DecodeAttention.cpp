@@ -2,7 +2,7 @@
 
 #include "kernels/Kernels.h"
 
-#include <ATen/Parallel.h>
+#include "ThreadPool.h"
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
@@ -58,7 +58,7 @@ at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keys, const at
     // Spread the pairs over the pool only when there is enough work per pair to pay for it (a
     // long cache); the split never changes what a pair computes.
     const int64_t grain = std::max<int64_t>(1, (1 << 17) / std::max<int64_t>(1, g * s * hd));
-    at::parallel_for(0, b * hkv, grain, [&](int64_t first, int64_t end) {
+    parallelFor(0, b * hkv, grain, [&](int64_t first, int64_t end) {
         for (int64_t i = first; i < end; ++i) pair(i / hkv, i % hkv);
     });
     if (probs) *probs = p;

@@ -1,6 +1,6 @@
 #include "nn/RmsNorm.h"
 
-#include <ATen/Parallel.h>
+#include "ThreadPool.h"
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/rsqrt.h>
@@ -39,7 +39,7 @@ at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
     const float* src = in.data_ptr<float>();
     const float* wp = w.data_ptr<float>();
     float* dst = out.data_ptr<float>();
-    at::parallel_for(0, rows, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, d)), [&](int64_t r0, int64_t r1) {
+    parallelFor(0, rows, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, d)), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) rmsNormRow(src + r * d, wp, d, float(eps), dst + r * d);
     });
     return out;

@@ -1,6 +1,6 @@
 #include "nn/RotateHalf.h"
 
-#include <ATen/Parallel.h>
+#include "ThreadPool.h"
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -50,7 +50,7 @@ at::Tensor rotateHalf(const at::Tensor& x, const at::Tensor& cos, const at::Tens
     const float* sp = s.data_ptr<float>();
     float* op = out.data_ptr<float>();
     const int64_t stride0 = xs.stride(0), stride1 = xs.stride(1), stride2 = xs.stride(2);
-    at::parallel_for(0, vectors, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, hd)), [&](int64_t v0, int64_t v1) {
+    parallelFor(0, vectors, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, hd)), [&](int64_t v0, int64_t v1) {
         for (int64_t v = v0; v < v1; ++v) {
             const int64_t lead = v / t, pos = v % t;
             rotateRow(xp + lead * stride0 + pos * stride1, stride2, cp + pos * hd, sp + pos * hd, hd, op + v * hd);

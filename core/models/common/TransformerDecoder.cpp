@@ -9,7 +9,7 @@
 #include "nn/RmsNorm.h"
 #include "nn/RotateHalf.h"
 
-#include <ATen/Parallel.h>
+#include "ThreadPool.h"
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
@@ -202,7 +202,7 @@ at::Tensor TransformerDecoder::attention(const at::Tensor& q, const at::Tensor& 
         // in a decode step they read the whole cache (a 7B cache of 600 tokens is 630 MB).
         out = at::empty({b, hkv, g * t, hd}, q.options());
         if (captured) lastProbs = at::empty({b, hkv, g, s}, q.options());
-        at::parallel_for(0, b * hkv, 1, [&](int64_t first, int64_t end) {
+        parallelFor(0, b * hkv, 1, [&](int64_t first, int64_t end) {
             for (int64_t i = first; i < end; ++i) {
                 const int64_t bi = i / hkv, hi = i % hkv;
                 const at::Tensor row = bb.defined() ? bb[bb.size(0) == 1 ? 0 : bi][bb.size(1) == 1 ? 0 : hi] : at::Tensor();
