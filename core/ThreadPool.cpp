@@ -168,20 +168,30 @@ private:
     }
 
     void work(uint64_t seen) {
-        // An ATen op inside a task (an attention block's softmax) runs on this thread: ATen's own
-        // pool would otherwise start a team of threads from here.
-        (void)at::get_num_threads();   // ATen sets its per-thread count once, on first use
-#if defined(_OPENMP)
-        omp_set_num_threads(1);
-#endif
+        bool atenHeldToOne = false;
         for (;;) {
             waitUntil([&] { return generation_.load() != seen || stopping_.load(); }, workAvailable_, sleepingWorkers_);
             if (stopping_.load()) return;
             seen = generation_.load();
             if (!enter()) continue;    // that loop had already ended
+            // Inside a loop, not when the thread starts: ATen's first use on a thread sets its
+            // global thread count again, which remakes a pool of ATen's, and a process that ends
+            // right after starting this pool (a bad input) would free that pool under this thread.
+            // The caller waits for this loop, so it cannot be ending now.
+            if (!atenHeldToOne) holdAtenToOneThread();
+            atenHeldToOne = true;
             takePieces();
             leave();
         }
+    }
+
+    // An ATen op inside a task (an attention block's softmax) runs on this thread: ATen's own
+    // pool would otherwise start a team of threads from here.
+    static void holdAtenToOneThread() {
+        (void)at::get_num_threads();   // ATen sets its per-thread count once, on first use
+#if defined(_OPENMP)
+        omp_set_num_threads(1);
+#endif
     }
 
     // Joins the current loop unless it is closed; a closed count is never changed here.
