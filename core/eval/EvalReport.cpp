@@ -79,12 +79,6 @@ std::vector<std::string> differences(const RunIdentity& a, const RunIdentity& b,
     return d;
 }
 
-std::string joined(const std::vector<std::string>& parts) {
-    std::string s;
-    for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
-    return s;
-}
-
 // The scores summarize() reads back from an item line.
 ScoredAnswer scoredFrom(const json& item, const char* condition) {
     ScoredAnswer s;
@@ -214,6 +208,12 @@ bool inShard(const EvalItem& item, int shardIndex, int shardCount) {
     return shardCount <= 1 || int(stableHash(item.id) % uint64_t(shardCount)) == shardIndex;
 }
 
+std::string joinedProblems(const std::vector<std::string>& problems) {
+    std::string s;
+    for (const std::string& p : problems) s += (s.empty() ? "" : "; ") + p;
+    return s;
+}
+
 void openRunDirectory(const std::string& dir, const RunIdentity& identity) {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -222,7 +222,7 @@ void openRunDirectory(const std::string& dir, const RunIdentity& identity) {
     if (fs::exists(file)) {
         const RunIdentity there = readRunIdentity(dir);
         const std::vector<std::string> d = differences(there, identity, true);
-        if (!d.empty()) throw Error("output folder " + dir + " holds another run: " + joined(d) + " (use a new folder)");
+        if (!d.empty()) throw Error("output folder " + dir + " holds another run: " + joinedProblems(d) + " (use a new folder)");
         return;
     }
     writeTextAtomically(file, identityJson(identity).dump(2) + "\n");
@@ -435,7 +435,7 @@ ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::s
     std::map<int, std::string> byShard;
     for (size_t i = 0; i < ids.size(); ++i) {
         const std::vector<std::string> d = differences(first, ids[i], false);
-        if (!d.empty()) throw Error("eval-merge: " + shardDirs[i] + " is not a shard of the same run as " + shardDirs[0] + ": " + joined(d));
+        if (!d.empty()) throw Error("eval-merge: " + shardDirs[i] + " is not a shard of the same run as " + shardDirs[0] + ": " + joinedProblems(d));
         if (!byShard.emplace(ids[i].shardIndex, shardDirs[i]).second)
             throw Error("eval-merge: shard " + std::to_string(ids[i].shardIndex) + " is given twice (" + byShard[ids[i].shardIndex] + " and " +
                         shardDirs[i] + ")");
@@ -474,7 +474,7 @@ ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::s
         perShard.push_back({{"shard", ids[i].shardIndex}, {"folder", shardDirs[i]}, {"items", int64_t(done.size())}, {"seconds", t.seconds},
                             {"items_per_s", t.seconds > 0 ? double(t.itemsTimed) / t.seconds : 0.0}});
     }
-    if (!problems.empty()) throw Error("eval-merge: " + joined(problems));
+    if (!problems.empty()) throw Error("eval-merge: " + joinedProblems(problems));
     std::sort(items.begin(), items.end(), [](const json& a, const json& b) { return a.at("index").get<int64_t>() < b.at("index").get<int64_t>(); });
     timings.perShard = perShard;
     RunIdentity merged = first;

@@ -41,6 +41,9 @@ struct RunIdentity {
 // --shard K/N: the item's stable hash of its id, mod N, is K.
 bool inShard(const EvalItem& item, int shardIndex, int shardCount);
 
+// What an identity check or a merge found wrong, as one clause for its error: "a; b; c".
+std::string joinedProblems(const std::vector<std::string>& problems);
+
 // Makes `dir` (when new) and writes run.json, or checks the one there: a run of another dataset,
 // model, steering spec, metric, budget or shard is refused naming each field that differs, and
 // each field of the plan with both values.

@@ -1,5 +1,6 @@
 #include "eval/EvalRun.h"
 
+#include "Elapsed.h"
 #include "Error.h"
 #include "eval/BoxCells.h"
 #include "eval/Chair.h"
@@ -27,10 +28,6 @@ namespace kvsteer {
 namespace {
 
 constexpr int64_t kPreparedBytes = int64_t(2) << 30;
-
-double msSince(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The bytes a question's caches take, float32, room for the prompt and the answer: its snapshot
 // while it waits, and then its rows of the decode batch (the unsteered row and one per plan).

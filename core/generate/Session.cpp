@@ -1,5 +1,6 @@
 #include "generate/Session.h"
 
+#include "Elapsed.h"
 #include "Error.h"
 #include "Runtime.h"
 #include "generate/BatchDecode.h"
@@ -15,10 +16,6 @@
 namespace kvsteer {
 
 namespace {
-
-double msSince(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // An image's DeepStack rows, belonging to the span's tokens (none for most families).
 HiddenAdditions deepstackOf(const ImageFeatures& image, const VisualSpan& span) {

@@ -1,5 +1,6 @@
 #include "steer/Atlas.h"
 
+#include "Elapsed.h"
 #include "Error.h"
 #include "generate/BatchDecode.h"
 #include "kernels/Kernels.h"
@@ -18,10 +19,6 @@
 namespace kvsteer {
 
 namespace {
-
-double msSince(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Words of an answer, lower-cased, punctuation stripped: what "the same word twice" compares.
 std::vector<std::string> words(const std::string& text) {

@@ -60,12 +60,6 @@ std::vector<std::string> differences(const json& there, const json& here, const 
 // and the version that wrote them.
 const std::set<std::string> kWhereabouts = {"kvsteer_version", "suite.path", "model.directory"};
 
-std::string joined(const std::vector<std::string>& parts) {
-    std::string s;
-    for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
-    return s;
-}
-
 // A chair answer's counts, and the words that named an object the image does not hold.
 ordered_json chairJson(const ScoredAnswer& s, const StudyDataset& set, const std::string& caption, const EvalItem& item) {
     std::vector<std::string> words;
@@ -147,7 +141,7 @@ void openStudyDirectory(const std::string& dir, const ordered_json& identity, co
             throw Error(file.string() + ": not valid JSON (" + e.what() + ")");
         }
         const std::vector<std::string> d = differences(there, identity, kWhereabouts);
-        if (!d.empty()) throw Error("output folder " + dir + " holds another study: " + joined(d) + " (use a new folder)");
+        if (!d.empty()) throw Error("output folder " + dir + " holds another study: " + joinedProblems(d) + " (use a new folder)");
         return;
     }
     if (fs::exists(fs::path(dir) / "run.json")) throw Error("output folder " + dir + " holds an eval run, not a study (use a new folder)");
@@ -288,7 +282,7 @@ ordered_json mergeStudyShards(const std::vector<std::string>& shardDirs, const s
         std::set<std::string> ignored = kWhereabouts;
         ignored.insert({"shard.index", "shard.items"});
         const std::vector<std::string> d = differences(first, ids[i], ignored);
-        if (!d.empty()) throw Error("study-merge: " + shardDirs[i] + " is not a shard of the same study as " + shardDirs[0] + ": " + joined(d));
+        if (!d.empty()) throw Error("study-merge: " + shardDirs[i] + " is not a shard of the same study as " + shardDirs[0] + ": " + joinedProblems(d));
         const int k = ids[i].at("shard").at("index").get<int>();
         if (!byShard.emplace(k, shardDirs[i]).second)
             throw Error("study-merge: shard " + std::to_string(k) + " is given twice (" + byShard[k] + " and " + shardDirs[i] + ")");
@@ -312,7 +306,7 @@ ordered_json mergeStudyShards(const std::vector<std::string>& shardDirs, const s
     }
     for (int k = 0; k < count; ++k)
         if (!byShard.count(k)) problems.push_back("shard " + std::to_string(k) + "/" + std::to_string(count) + " is missing");
-    if (!problems.empty()) throw Error("study-merge: " + joined(problems));
+    if (!problems.empty()) throw Error("study-merge: " + joinedProblems(problems));
     timings.perShard = perShard;
     json merged = first;
     merged["shard"] = {{"index", 0}, {"count", 1}, {"items", int64_t(items.size() / std::max<size_t>(1, plans.size()))}};

@@ -13,7 +13,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 namespace kvsteer {
 
@@ -127,8 +126,13 @@ std::vector<PlanGrid> planGridsFromJson(const json& plans, const std::string& ba
 
 std::vector<StudyPlan> expandPlans(const std::vector<PlanGrid>& grids, const Model& model) {
     const int numLayers = model.config().text.numLayers;
-    // Each vector file loaded once, whichever plans use it.
-    std::map<std::string, std::pair<std::shared_ptr<const SteeringVectors>, SteeringFileInfo>> files;
+    // Each vector file read, loaded and hashed once, whichever plans use it.
+    struct VectorFile {
+        std::shared_ptr<const SteeringVectors> vectors;
+        SteeringFileInfo info;
+        std::string hash;
+    };
+    std::map<std::string, VectorFile> files;
     std::vector<StudyPlan> plans;
     std::map<std::string, int> seen;   // resolved settings -> the plan that has them
     for (const PlanGrid& g : grids) {
@@ -139,9 +143,9 @@ std::vector<StudyPlan> expandPlans(const std::vector<PlanGrid>& grids, const Mod
         const std::vector<double> cvAxis = g.cv.empty() ? std::vector<double>{std::nan("")} : g.cv;
         for (const std::string& path : vectorsAxis) {
             if (!path.empty() && !files.count(path)) {
-                SteeringFileInfo info;
-                auto v = std::make_shared<const SteeringVectors>(loadSteeringFile(path, model, &info));
-                files[path] = {v, info};
+                VectorFile& file = files[path];
+                file.vectors = std::make_shared<const SteeringVectors>(loadSteeringFile(path, model, &file.info));
+                file.hash = hexHash(stableHash(readTextFile(path)));
             }
             for (const std::string& op : opAxis)
                 for (const std::string& layers : layerAxis)
@@ -151,8 +155,10 @@ std::vector<StudyPlan> expandPlans(const std::vector<PlanGrid>& grids, const Mod
                             p.index = int(plans.size());
                             p.vectorsPath = path;
                             if (!path.empty()) {
-                                std::tie(p.vectors, p.vectorsInfo) = files.at(path);
-                                p.vectorsHash = hexHash(stableHash(readTextFile(path)));
+                                const VectorFile& file = files.at(path);
+                                p.vectors = file.vectors;
+                                p.vectorsInfo = file.info;
+                                p.vectorsHash = file.hash;
                             }
                             PlanOptions chosen;
                             chosen.op = op;

@@ -13,10 +13,6 @@
 
 namespace kvsteer::ui {
 
-double msSince(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // Readable text for anything the core or libtorch can throw while doing `what`.
 namespace {
 

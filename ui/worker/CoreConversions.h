@@ -3,6 +3,7 @@
 // readable token pieces, a decoded token with its top-5, the vector file's summary, and a failure
 // as a sentence for a dialog. Worker-internal: like every file in ui/worker/, it includes the core
 // (and ATen) before any Qt header, because Qt's `slots` keyword breaks ATen headers after it.
+#include "Elapsed.h"   // msSince, for the workers' timings
 #include "generate/Session.h"
 #include "generate/TokenStream.h"
 #include "io/Image.h"
@@ -12,7 +13,6 @@
 
 #include <ATen/core/Tensor.h>
 
-#include <chrono>
 #include <exception>
 #include <string>
 #include <vector>
@@ -28,7 +28,6 @@ namespace kvsteer::ui {
 inline QString qs(const std::string& s) { return QString::fromStdString(s); }
 inline std::string ss(const QString& s) { return s.toStdString(); }
 
-double msSince(std::chrono::steady_clock::time_point t0);
 // Readable text for anything the core or libtorch can throw while doing `what`.
 QString describeFailure(const QString& what, const std::exception_ptr& error);
 at::Tensor gridTensor(const StrengthGrid& g);        // [rows, cols] float32
