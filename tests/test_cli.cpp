@@ -521,6 +521,35 @@ private slots:
     }
 
 
+    // bench --threads 1,2 --beside-busy: a row per thread count, in that order, each saying it
+    // was measured beside the busy process, and that process gone with the bench.
+    void benchRowsPerThreadCountBesideABusyProcess() {
+#ifndef KVSTEER_BENCH_PATH
+        QSKIP("bench is not built (KVSTEER_BENCH=OFF)");
+#else
+        namespace fs = std::filesystem;
+        const ProcessResult r = runProgram(KVSTEER_BENCH_PATH, {"--model", referenceModelDir(), "--threads", "1,2", "--beside-busy",
+                                                                "--eval-images", "0", "--repeat", "1", "--new-tokens", "4", "--json"});
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        const nlohmann::json rows = nlohmann::json::parse(r.out);
+        QCOMPARE(int(rows.size()), 2);
+        for (int i = 0; i < 2; ++i) {
+            QCOMPARE(rows[i].at("threads").get<int>(), i + 1);
+            QVERIFY(rows[i].at("beside_busy").get<bool>());
+            QVERIFY(rows[i].at("decode_tok_s").get<double>() > 0);
+        }
+        const std::string bench = fs::canonical(KVSTEER_BENCH_PATH).string();
+        for (const fs::directory_entry& process : fs::directory_iterator("/proc")) {
+            std::error_code ec;
+            const fs::path exe = fs::read_symlink(process.path() / "exe", ec);
+            QVERIFY2(ec || exe.string() != bench, ("a bench process outlived the bench: " + process.path().string()).c_str());
+        }
+        const ProcessResult bad = runProgram(KVSTEER_BENCH_PATH, {"--threads", "1,x"});
+        QCOMPARE(bad.exitCode, 1);
+        QVERIFY2(bad.err.find("--threads") != std::string::npos && bad.err.find("'x'") != std::string::npos, bad.err.c_str());
+#endif
+    }
+
     void inspectNamesFamilyGridAndTemplate() {
         const ProcessResult r = runCli({"inspect", "--model", referencePaliGemmaDir()});
         QVERIFY2(r.exitCode == 0, r.err.c_str());
