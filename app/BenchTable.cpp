@@ -109,7 +109,6 @@ void printTable(const std::vector<BenchRow>& rows) {
                 "prefix and the unsteered answer once; KL measured), against one plan's eval; separate evals = P of them.\n");
 }
 
-
 // The issues' targets, checked against whatever rows match them: on CPU for the 2-core machine, on
 // CUDA for an H100/H200-class card.
 void printTargets(const std::vector<BenchRow>& rows) {
