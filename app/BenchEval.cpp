@@ -26,7 +26,7 @@ void measureEval(const std::shared_ptr<Model>& model, int images, int studyPlans
     std::vector<const EvalItem*> items;
     for (const EvalItem& i : ds.items) items.push_back(&i);
     EvalSteering steering;
-    steering.plan.op = "scale";
+    steering.plan.op = SteeringOperator::Scale;
     steering.plan.ck = {0.0};
     steering.plan.cv = {2.0};
     EvalOptions eo;

@@ -14,7 +14,7 @@ StudyCost measureStudyCost(const std::shared_ptr<const Model>& model, const std:
         for (double ck : {0.0, 1.0}) {
             if (int(grid.size()) == plans) break;
             EvalSteering s;
-            s.plan.op = "scale";
+            s.plan.op = SteeringOperator::Scale;
             s.plan.ck = {ck};
             s.plan.cv = {0.5 * std::pow(2.0, i)};
             grid.push_back(s);

@@ -44,7 +44,7 @@ int commandDemoSteer(int argc, char** argv) {
     if (cl.has("save-vectors")) {
         SteeringFileInfo info;
         recordModel(info, *model);
-        info.operatorName = "add";
+        info.op = SteeringOperator::Add;
         const auto cks = numberList(cl.get("ck", "0")), cvs = numberList(cl.get("cv", "8"));
         info.ck = {cks.front()};
         info.cv = {cvs.front()};

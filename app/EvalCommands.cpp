@@ -59,7 +59,8 @@ std::string steeringHash(const CommandLine& cl, const GenerationOptions& g, cons
     if (session) {   // its steering, not the file's bytes: re-saving a session (new answers, time) keeps the hash
         const PlanOptions& p = session->plan;
         const at::Tensor map = session->strength.contiguous();
-        spec["session"] = {p.op, p.ck, p.cv, *p.layers, p.heads, p.propagate, p.ablateTo, map.size(0), map.size(1),
+        // The names, as before the plan was typed: a run begun then resumes now.
+        spec["session"] = {operatorName(*p.op), p.ck, p.cv, *p.layers, p.heads, p.propagate, ablateTargetName(p.ablateTo), map.size(0), map.size(1),
                            hexHash(stableHash(std::string(static_cast<const char*>(map.data_ptr()), size_t(map.numel()) * sizeof(float)))),
                            hexHash(stableHash(session->vectorsBytes))};
     }
@@ -128,7 +129,7 @@ void checkChairItems(const EvalDataset& dataset, const SynonymTable& table) {
 
 // The resolved plan as run.json and summary.json record it.
 nlohmann::ordered_json resolvedPlanJson(const PlanOptions& plan, const std::string& vectors, const std::string& cells) {
-    return {{"operator", plan.op},
+    return {{"operator", operatorName(*plan.op)},
             {"ck", plan.ck},
             {"cv", plan.cv},
             {"layers", plan.layers->empty() ? nlohmann::ordered_json("all") : nlohmann::ordered_json(*plan.layers)},
@@ -147,10 +148,9 @@ void echoPlan(const EvalSteering& s, const EvalOptions& o, const Model& model, s
         return t;
     };
     const std::string layers = plan.layers->empty() ? "all" : list(*plan.layers);
-    const std::string& op = plan.op;
     std::cerr << "eval: " << items << " items" << (shard.count > 1 ? " in shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) : "")
               << (done ? " (" + std::to_string(done) + " done before: continuing)" : "") << ", model " << model.config().name << ", metric "
-              << evalMetricName(o.metric) << "\n      operator " << op << ", c_k " << list(plan.ck) << ", c_v " << list(plan.cv) << ", layers "
+              << evalMetricName(o.metric) << "\n      operator " << operatorName(*plan.op) << ", c_k " << list(plan.ck) << ", c_v " << list(plan.cv) << ", layers "
               << layers << (s.plan.propagate ? ", propagate" : ", edit-only") << "\n      cells: an item's mask or box, else "
               << cellsSource(s) << "; prefix reuse "
               << (o.prefixReuse ? "on" : "off") << ", " << o.batchRows << " rows per batch, up to " << o.generation.maxNewTokens << " new tokens\n";
@@ -224,7 +224,7 @@ int commandEval(int argc, char** argv) {
     steering.mask = cl.get("mask", "");
     if (session && steering.mask.empty()) steering.strength = session->strength;
     const PlanOptions resolved = resolvePlanOptions(steering.plan, steering.vectorsInfo);
-    if (operatorNeedsVectors(parseOperator(resolved.op)) && !vectors) throw UsageError("operator '" + resolved.op + "' needs --vectors FILE");
+    if (operatorNeedsVectors(*resolved.op) && !vectors) throw UsageError("operator '" + operatorName(*resolved.op) + "' needs --vectors FILE");
     try {   // a plan that cannot apply to this model is refused before any item
         checkPlanChoices(resolved, steering.vectors, *model);
     } catch (const Error& e) {

@@ -31,7 +31,7 @@ auto asUsage(const std::string& flag, Parse&& parse) {
 
 nlohmann::ordered_json planSources(const CommandLine& cl, const SteeringFileInfo& info, const SteeringVectors* vectors) {
     auto from = [&](const char* flag, bool suggested) { return cl.has(flag) ? "flag" : vectors && suggested ? "vector file" : "default"; };
-    return {{"operator", from("operator", !info.operatorName.empty())},
+    return {{"operator", from("operator", info.op.has_value())},
             {"ck", from("ck", !info.ck.empty())},
             {"cv", from("cv", !info.cv.empty())},
             {"layers", from("layers", !info.layers.empty())},
@@ -54,21 +54,18 @@ std::vector<int> layersFlag(const CommandLine& cl, int numLayers) {
 
 PlanOptions planOptionsFromFlags(const CommandLine& cl, int numLayers) {
     PlanOptions o;
-    o.op = cl.get("operator", "");
-    if (!o.op.empty()) asUsage("operator", [&] { return parseOperator(o.op); });
+    if (cl.has("operator")) o.op = asUsage("operator", [&] { return parseOperator(cl.get("operator")); });
     if (cl.has("layers")) o.layers = layersFlag(cl, numLayers);
     if (cl.has("heads")) o.heads = asUsage("heads", [&] { return parseIndexList(cl.get("heads"), "--heads"); });
     if (cl.has("ck")) o.ck = numbersFlag(cl, "ck");
     if (cl.has("cv")) o.cv = numbersFlag(cl, "cv");
     o.propagate = cl.has("propagate");
-    o.ablateTo = cl.get("ablate-to", "mean");
-    if (o.ablateTo != "mean" && o.ablateTo != "zero") throw UsageError("--ablate-to must be mean or zero");
+    if (cl.has("ablate-to")) o.ablateTo = asUsage("ablate-to", [&] { return parseAblateTarget(cl.get("ablate-to")); });
     return o;
 }
 
 void suggestionsFromFlags(const CommandLine& cl, int numLayers, SteeringFileInfo& info) {
-    info.operatorName = cl.get("operator", info.operatorName);
-    asUsage("operator", [&] { return parseOperator(info.operatorName); });
+    if (cl.has("operator")) info.op = asUsage("operator", [&] { return parseOperator(cl.get("operator")); });
     info.ck = cl.has("ck") ? numbersFlag(cl, "ck") : std::vector<double>{1.0};
     info.cv = cl.has("cv") ? numbersFlag(cl, "cv") : std::vector<double>{1.0};
     if (cl.has("layers")) info.layers = layersFlag(cl, numLayers);

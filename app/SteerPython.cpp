@@ -44,13 +44,13 @@ std::string steerAsPython(const CommandLine& cl, const Model& model, const Promp
     s.rawPrompt = cl.has("raw-prompt");
     if (cl.has("vectors")) s.vectorsPath = absolute(cl.get("vectors"));
     s.keySpace = keySpaceName(plan.vectors.keySpace);
-    s.op = operatorName(plan.op);
+    s.op = plan.op;
     s.ck = plan.ck;
     s.cv = plan.cv;
     s.layers = plan.layers;
     s.heads = sharedHeads(plan, t.numLayers, t.numKvHeads);
     s.propagate = plan.mode == PlanMode::Propagate;
-    s.ablateTo = plan.ablateTarget == AblateTarget::Zero ? "zero" : "mean";
+    s.ablateTo = plan.ablateTarget;
     const at::Tensor strength = plan.strength.to(at::kFloat).contiguous();
     s.rows = int(strength.size(0));
     s.cols = int(strength.size(1));

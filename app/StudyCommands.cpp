@@ -30,12 +30,11 @@ PlanGrid gridFromFlags(const CommandLine& cl, bool* given) {
     try {
         g = planGridFromLists(cl.get("vectors", ""), cl.get("operator", ""), cl.get("ck", ""), cl.get("cv", ""), cl.get("layers", ""));
         if (cl.has("heads")) g.heads = parseIndexList(cl.get("heads"), "--heads");
+        if (cl.has("ablate-to")) g.ablateTo = parseAblateTarget(cl.get("ablate-to"), "--ablate-to");
     } catch (const Error& e) {
         throw UsageError(std::string("the grid: ") + e.what());
     }
     g.propagate = cl.has("propagate");
-    g.ablateTo = cl.get("ablate-to", "mean");
-    if (g.ablateTo != "mean" && g.ablateTo != "zero") throw UsageError("--ablate-to must be mean or zero");
     return g;
 }
 

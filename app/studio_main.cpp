@@ -148,18 +148,16 @@ int main(int argc, char** argv) {
     o.targetImagePath = cli.value(target);
     o.sessionPath = cli.value(session);
     if (cli.isSet(study)) o.studyDir = QFileInfo(cli.value(study)).absoluteFilePath();
-    o.op = cli.value(op);
-    const QStringList operators = {QStringLiteral("add"), QStringLiteral("norm"), QStringLiteral("prerope"), QStringLiteral("scale"),
-                                   QStringLiteral("spotlight"), QStringLiteral("ablate")};
-    if (!o.op.isEmpty() && !operators.contains(o.op))
-        return usageError(QStringLiteral("--operator must be one of %1, not '%2'").arg(operators.join(QStringLiteral(", ")), o.op));
+    try {
+        if (cli.isSet(op)) o.op = kvsteer::parseOperator(cli.value(op).toStdString(), "--operator");
+        if (cli.isSet(ablateTo)) o.ablateTo = kvsteer::parseAblateTarget(cli.value(ablateTo).toStdString(), "--ablate-to");
+    } catch (const kvsteer::Error& e) {
+        return usageError(QString::fromStdString(e.what()));
+    }
     if (cli.isSet(ck) && !numberList(cli.value(ck), &o.ck))
         return usageError(QStringLiteral("--ck must be a number or a comma-separated list of numbers (one per layer), not '%1'").arg(cli.value(ck)));
     if (cli.isSet(cv) && !numberList(cli.value(cv), &o.cv))
         return usageError(QStringLiteral("--cv must be a number or a comma-separated list of numbers (one per layer), not '%1'").arg(cli.value(cv)));
-    o.ablateTo = cli.value(ablateTo);
-    if (!o.ablateTo.isEmpty() && o.ablateTo != QLatin1String("mean") && o.ablateTo != QLatin1String("zero"))
-        return usageError(QStringLiteral("--ablate-to must be mean or zero, not '%1'").arg(o.ablateTo));
     if (cli.isSet(propagate) && cli.isSet(noPropagate)) return usageError(QStringLiteral("--propagate and --no-propagate contradict each other"));
     if (cli.isSet(propagate) || cli.isSet(noPropagate)) o.propagate = cli.isSet(propagate);
     o.layers = cli.value(layers);

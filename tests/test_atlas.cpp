@@ -175,7 +175,7 @@ private slots:
         const VisualSpan& span = session.snapshot().visualSpan;
         QVERIFY(span.isTokenStrip());
         PlanOptions o;
-        o.op = "scale";
+        o.op = SteeringOperator::Scale;
         o.ck = {0.0};
         const int layers = model->config().text.numLayers;
         const SteeringPlan base =

@@ -79,7 +79,7 @@ class TestBatchDecode : public QObject {
         const VisualSpan span = session.snapshot().visualSpan;
         const int layers = model->config().text.numLayers;
         PlanOptions o;
-        o.op = "scale";   // needs no vectors: every family can run it
+        o.op = SteeringOperator::Scale;   // needs no vectors: every family can run it
         o.ck = {0.0};
         o.cv = {3.0};
         const SteeringPlan plan = makePlan(o, nullptr, SteeringFileInfo(), at::ones({span.gridHeight, span.gridWidth}), span, layers);
@@ -123,7 +123,7 @@ class TestBatchDecode : public QObject {
                 continue;
             }
             PlanOptions po = o;
-            po.op = r % 2 ? "spotlight" : "scale";
+            po.op = r % 2 ? SteeringOperator::Spotlight : SteeringOperator::Scale;
             po.ck = {r % 2 ? 2.0 * r : 0.0};
             po.cv = {0.5 * r - 1};
             others.push_back(applyPlan(session, makePlan(po, nullptr, SteeringFileInfo(), at::ones({span.gridHeight, span.gridWidth}), span, layers)));

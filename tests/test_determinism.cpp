@@ -94,8 +94,8 @@ class TestDeterminism : public QObject {
     SteeringVectors vectors_, preRope_;   // the shipped file's (post-RoPE keys); pre-RoPE ones for prerope
     SteeringFileInfo vectorsInfo_;
 
-    const SteeringVectors& vectorsFor(const PlanOptions& plan) const { return plan.op == "prerope" ? preRope_ : vectors_; }
-    SteeringFileInfo infoFor(const PlanOptions& plan) const { return plan.op == "prerope" ? SteeringFileInfo() : vectorsInfo_; }
+    const SteeringVectors& vectorsFor(const PlanOptions& plan) const { return plan.op == SteeringOperator::PreRope ? preRope_ : vectors_; }
+    SteeringFileInfo infoFor(const PlanOptions& plan) const { return plan.op == SteeringOperator::PreRope ? SteeringFileInfo() : vectorsInfo_; }
 
     std::string path(const std::string& name) const { return tmp_.filePath(QString::fromStdString(name)).toStdString(); }
 
@@ -328,14 +328,14 @@ private slots:
         const EvalDataset ds = loadEvalDataset(data, KVSTEER_DEMO_IMAGES, false);
         std::vector<const EvalItem*> items;
         for (const EvalItem& i : ds.items) items.push_back(&i);
-        for (const std::string op : {"add", "norm", "prerope", "scale", "spotlight", "ablate"})
+        for (const auto& [op, name] : kSteeringOperators)
             for (bool propagate : {false, true}) {
                 PlanOptions plan;
                 plan.op = op;
-                plan.ck = {op == "spotlight" ? 2.0 : 1.0};
-                plan.cv = {op == "scale" ? 3.0 : 8.0};
+                plan.ck = {op == SteeringOperator::Spotlight ? 2.0 : 1.0};
+                plan.cv = {op == SteeringOperator::Scale ? 3.0 : 8.0};
                 plan.propagate = propagate;
-                const QString what = QString("%1 propagate %2").arg(op.c_str()).arg(propagate);
+                const QString what = QString("%1 propagate %2").arg(name).arg(propagate);
                 const auto reference = evaluate(items, plan, 2, false);
                 for (const EvalItem* item : items)
                     QVERIFY2(reference.at(item->id).second == steerAnswer(*item, plan).first, qPrintable(what + " " + item->id.c_str()));

@@ -283,7 +283,7 @@ private slots:
                           "{\"id\": \"r4\", \"image\": \"red_square_336x336.png\", \"question\": \"Is it blue?\", \"answer\": \"no\", "
                           "\"box\": [0, 0, 168, 336]}\n");
         PlanOptions scale;
-        scale.op = "scale";
+        scale.op = SteeringOperator::Scale;
         scale.ck = {1.5};
         scale.cv = {3.0};
         for (bool reuse : {true, false}) {
@@ -315,7 +315,7 @@ private slots:
                         {"strength", {{"rows", 2}, {"cols", 3}, {"values", {0, 1, 0, 0, 0.5, 0}}}}};
         writeText(file, session.dump());
         const StudioSession s = readStudioSession(file, 4);
-        QCOMPARE(s.plan.op, std::string("scale"));
+        QVERIFY(s.plan.op == SteeringOperator::Scale);
         QVERIFY(s.plan.propagate);
         QCOMPARE(s.plan.cv, std::vector<double>{4.0});
         QCOMPARE(*s.plan.layers, (std::vector<int>{1, 2, 3}));
@@ -323,6 +323,14 @@ private slots:
         QCOMPARE(s.strength[1][1].item<float>(), 0.5f);
         QVERIFY(s.vectorsBytes.empty());
 
+        for (const auto& [field, value] : {std::pair<std::string, std::string>{"operator", "push"}, {"ablate_to", "half"}}) {
+            json bad = session;
+            bad["plan"][field] = value;
+            writeText(file, bad.dump());
+            const std::string error = errorOf([&] { readStudioSession(file, 4); });
+            QVERIFY2(error.find("plan." + field + ": ") != std::string::npos && error.find("'" + value + "' is not known") != std::string::npos,
+                     error.c_str());
+        }
         session["strength"]["values"] = {0, 1};
         writeText(file, session.dump());
         QVERIFY(errorOf([&] { readStudioSession(file, 4); }).find("field strength is malformed (2x3 with 2 values)") != std::string::npos);

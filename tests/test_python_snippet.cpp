@@ -138,7 +138,7 @@ private slots:
         for (const Family& family : families) {
             PythonSnippetInputs in = snippetCase(family.name, family.promptTemplate, family.vision);
             for (const char* op : {"add", "norm", "scale", "ablate", "prerope", "spotlight"}) {
-                in.op = op;
+                in.op = parseOperator(op);
                 const std::string py = pythonSnippet(in);
                 const std::string what = std::string(family.name) + " / " + op + ":\n" + py;
                 QVERIFY2(has(py, std::string("(Hugging Face transformers >= ") + family.release + ","), what.c_str());
@@ -162,7 +162,7 @@ private slots:
                 QVERIFY2(has(py, "pristine = copy.deepcopy(cache)") && has(py, "for name, kv in ((\"unsteered\", pristine), (\"steered\", cache)):"),
                          what.c_str());
             }
-            in.op = "add";
+            in.op = SteeringOperator::Add;
             const std::string py = pythonSnippet(in);
             QCOMPARE(has(py, "from PIL import Image"), family.vision);
             QCOMPARE(has(py, "image_path = \"/images/red.png\"\n"), family.vision);
@@ -193,15 +193,15 @@ private slots:
             in.cv = {4};
 
             // Ablate to zero; pre-RoPE key vectors are refused for add and norm (kvsteer refuses them too), not for scale.
-            in.op = "ablate";
-            in.ablateTo = "zero";
+            in.op = SteeringOperator::Ablate;
+            in.ablateTo = AblateTarget::Zero;
             QVERIFY(has(pythonSnippet(in), "target = 0"));
             in.keySpace = "pre-rope";
-            for (const char* op : {"add", "norm"}) {
+            for (SteeringOperator op : {SteeringOperator::Add, SteeringOperator::NormPreserving}) {
                 in.op = op;
                 QVERIFY(has(pythonSnippet(in), "raise NotImplementedError(\"kvsteer: the file's key vectors are pre-RoPE"));
             }
-            in.op = "scale";
+            in.op = SteeringOperator::Scale;
             QVERIFY(!has(pythonSnippet(in), "NotImplementedError"));
         }
         // A family the snippet does not know is named, not guessed.

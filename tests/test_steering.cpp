@@ -7,6 +7,7 @@
 // heatmaps keep the grid's orientation. The same test class runs once per family.
 #include "TestSupport.h"
 #include "Error.h"
+#include "io/TextFile.h"
 #include "models/ModelRegistry.h"
 #include "analysis/Heatmaps.h"
 #include "models/Prompt.h"
@@ -408,7 +409,7 @@ private slots:
             SteeringFileInfo info;
             info.modelName = model_->config().name;
             info.configHash = model_->config().configHash;
-            info.operatorName = "add";
+            info.op = SteeringOperator::Add;
             info.ck = {0.5};
             info.cv = {1, 2, 3};
             info.layers = {0, 2};
@@ -429,6 +430,25 @@ private slots:
             QCOMPARE(back.layers, info.layers);
             QCOMPARE(back.headMask, info.headMask);
             QCOMPARE(back.recipe, info.recipe);
+            QVERIFY(back.op == info.op);
+        }
+        {   // An operator this version does not know is refused as the file is read, naming the field.
+            std::string bytes = readTextFile(path);
+            const std::string add = R"(\"operator\":\"add\")";
+            const size_t at = bytes.find(add);
+            QVERIFY(at != std::string::npos);
+            bytes.replace(at, add.size(), R"(\"operator\":\"pux\")");   // the same length: the header's size holds
+            const std::string unknown = tmp_.filePath("unknown-operator.safetensors").toStdString();
+            writeTextAtomically(unknown, bytes);
+            try {
+                loadSteeringFile(unknown, *model_);
+                QFAIL("a vector file naming an unknown operator was accepted");
+            } catch (const Error& e) {
+                const std::string what = e.what();
+                QVERIFY2(what.find(unknown) != std::string::npos && what.find("'operator'") != std::string::npos &&
+                             what.find("'pux' is not known") != std::string::npos,
+                         e.what());
+            }
         }
         // The same model under another directory layout (16-bit shards, trimmed config) is accepted...
         const std::string same = tmp_.filePath("same").toStdString();

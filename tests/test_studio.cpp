@@ -188,7 +188,7 @@ void TestStudio::regionVectorsAndDeltaHeatmap() {
     QCOMPARE(w_->vectors().layersWithVectors, w_->modelInfo().layers);
 
     PlanSettings p = panel->planSettings();
-    p.op = QStringLiteral("add");
+    p.op = SteeringOperator::Add;
     p.cv = 4.0;
     panel->setPlanSettings(p);
     HeatmapSettings s = w_->heatmapPanel()->settings();
@@ -318,7 +318,7 @@ void TestStudio::exportedVectorsLoadInCore() {
     const SteeringVectors v = loadSteeringFile(path.toStdString(), *model_, &info);
     QCOMPARE(v.numLayers(), model_->config().text.numLayers);
     for (int l = 0; l < v.numLayers(); ++l) QVERIFY(v.hasLayer(l));
-    QCOMPARE(QString::fromStdString(info.operatorName), w_->steeringPanel()->planSettings().op);
+    QVERIFY(info.op == w_->steeringPanel()->planSettings().op);
     QCOMPARE(info.cv.front(), w_->steeringPanel()->planSettings().cv);
     QCOMPARE(info.recipe, std::string("region"));
     QVERIFY(v.mask.defined());
@@ -384,7 +384,7 @@ void TestStudio::demoModelFlipsRedToBlue() {
 
     SteeringPanel* panel = w_->steeringPanel();
     PlanSettings p;
-    p.op = QStringLiteral("add");
+    p.op = SteeringOperator::Add;
     panel->setPlanSettings(p);
     panel->setSource(VectorSource::SecondImage);
     QFile blue(images + QStringLiteral("/blue_circle.png"));

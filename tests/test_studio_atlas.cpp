@@ -95,7 +95,7 @@ private Q_SLOTS:
         QVERIFY(w_->imageReady());
         QCOMPARE(w_->vectors().recipe, QStringLiteral("image-pair"));
         const PlanSettings p = w_->steeringPanel()->planSettings();
-        QCOMPARE(p.op, QStringLiteral("add"));
+        QVERIFY(p.op == SteeringOperator::Add);
         QCOMPARE(p.cv, 16.0);   // the shipped file's suggestion
         QCOMPARE(p.ck, 0.0);
         const StrengthGrid& s = w_->canvas()->strength();
@@ -158,7 +158,7 @@ private Q_SLOTS:
         QVERIFY(p.layerTo == 3 || p.layerTo == -1);   // -1: to the last layer, 3
         // A setting the atlas does not sweep (the operator) makes it out of date.
         PlanSettings scale = p;
-        scale.op = QStringLiteral("scale");
+        scale.op = SteeringOperator::Scale;
         w_->steeringPanel()->setPlanSettings(scale);
         QVERIFY(view->stale());
         w_->steeringPanel()->setPlanSettings(p);
@@ -243,7 +243,7 @@ private Q_SLOTS:
         SnippetInputs in;
         in.model = w_->modelInfo();
         in.plan = p;
-        in.plan.op = QStringLiteral("prerope");
+        in.plan.op = SteeringOperator::PreRope;
         in.strength = w_->canvas()->strength();
         const QString refused = pythonSnippet(in);
         QVERIFY(refused.contains(QStringLiteral("raise NotImplementedError")));

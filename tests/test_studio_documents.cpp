@@ -11,7 +11,7 @@ using namespace kvsteer::test;
 // Save → open in a fresh window restores image, prompt, settings, map, vectors and answers.
 void TestStudio::sessionRoundTrip() {
     PlanSettings p = w_->steeringPanel()->planSettings();
-    p.op = QStringLiteral("norm");
+    p.op = SteeringOperator::NormPreserving;
     p.ck = 2.5;
     p.cv = 0.5;
     p.propagate = true;

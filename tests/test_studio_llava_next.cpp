@@ -124,7 +124,7 @@ private Q_SLOTS:
         QVERIFY(file.open(QIODevice::ReadOnly));
         SteeringPanel* panel = w_->steeringPanel();
         PlanSettings p;
-        p.op = QStringLiteral("add");
+        p.op = SteeringOperator::Add;
         p.cv = 8.0;
         p.ck = 0.0;
         panel->setPlanSettings(p);

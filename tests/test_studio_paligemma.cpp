@@ -223,7 +223,7 @@ private Q_SLOTS:
         panel->setSource(VectorSource::PaintedRegion);
         QVERIFY2(computeVectors(w_.get()), qPrintable(w_->lastErrorText()));
         PlanSettings p = panel->planSettings();
-        p.op = QStringLiteral("add");
+        p.op = SteeringOperator::Add;
         p.cv = 4.0;
         panel->setPlanSettings(p);
         HeatmapSettings hs = w_->heatmapPanel()->settings();

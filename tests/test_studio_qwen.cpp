@@ -169,7 +169,7 @@ private Q_SLOTS:
                              {QStringLiteral("The answer is yes"), QStringLiteral("The answer is no")}});
         QVERIFY2(computeVectors(w_.get()), qPrintable(w_->lastErrorText()));
         PlanSettings p = panel->planSettings();
-        p.op = QStringLiteral("add");
+        p.op = SteeringOperator::Add;
         p.ck = 8.0;
         p.cv = 8.0;
         panel->setPlanSettings(p);
@@ -258,7 +258,7 @@ private Q_SLOTS:
         panel->setSource(VectorSource::PaintedRegion);
         QVERIFY2(computeVectors(w_.get()), qPrintable(w_->lastErrorText()));
         PlanSettings p = panel->planSettings();
-        p.op = QStringLiteral("add");
+        p.op = SteeringOperator::Add;
         p.ck = 4.0;
         p.cv = 16.0;
         p.propagate = false;

@@ -98,7 +98,7 @@ class TestStudy : public QObject {
         auto model = loadModel(modelDir);
         const StudySuite suite = loadStudySuite(referenceSuite(), "", false, KVSTEER_CHAIR_DIR);
         PlanGrid grid;
-        grid.operators = {"scale", "ablate"};
+        grid.operators = {SteeringOperator::Scale, SteeringOperator::Ablate};
         grid.layers = {"all", "0"};
         grid.ck = {1.5};
         grid.cv = {0.25, 3.0};
@@ -239,6 +239,14 @@ private slots:
         QCOMPARE(cv.exitCode, 2);
         QVERIFY2(cv.err.find("c_v has 2 values, but the model has 4 layers") != std::string::npos, cv.err.c_str());
         QVERIFY(!std::filesystem::exists(path("bad-cv") + "/items.jsonl"));
+        // An operator or ablate target the core does not know is named where it was written.
+        const ProcessResult op = runCli({"study", "--suite", data + "/suite.json", "--out", path("bad-op"), "--operator", "scale,push"});
+        QCOMPARE(op.exitCode, 2);
+        QVERIFY2(op.err.find("the grid: operator 'push' is not known (expected one of add, norm") != std::string::npos, op.err.c_str());
+        const std::string suiteOp = errorOf([] { planGridsFromJson(json::parse(R"([{"cv": 1}, {"operator": ["add", "push"]}])"), ".", "s.json"); });
+        QVERIFY2(suiteOp.find("s.json: plans[1].operator: operator 'push' is not known") != std::string::npos, suiteOp.c_str());
+        const std::string suiteAblate = errorOf([] { planGridsFromJson(json::parse(R"([{"ablate_to": "half"}])"), ".", "s.json"); });
+        QVERIFY2(suiteAblate.find("s.json: plans[0].ablate_to: ablate target 'half' is not known") != std::string::npos, suiteAblate.c_str());
     }
 
     // eval --metric chair: the captions' mentions against each item's objects, through a table.

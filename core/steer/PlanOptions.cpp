@@ -13,7 +13,7 @@ namespace kvsteer {
 
 PlanOptions resolvePlanOptions(const PlanOptions& options, const SteeringFileInfo& file) {
     PlanOptions r = options;
-    r.op = !options.op.empty() ? options.op : !file.operatorName.empty() ? file.operatorName : "add";
+    r.op = options.op ? *options.op : file.op ? *file.op : SteeringOperator::Add;
     r.layers = options.layers ? *options.layers : file.layers;
     r.ck = !options.ck.empty() ? options.ck : !file.ck.empty() ? file.ck : std::vector<double>{1.0};
     r.cv = !options.cv.empty() ? options.cv : !file.cv.empty() ? file.cv : std::vector<double>{1.0};
@@ -22,7 +22,7 @@ PlanOptions resolvePlanOptions(const PlanOptions& options, const SteeringFileInf
 
 void checkPlanChoices(const PlanOptions& resolved, const SteeringVectors* vectors, const Model& model) {
     const TextConfig& t = model.config().text;
-    const SteeringOperator op = parseOperator(resolved.op);
+    const SteeringOperator op = resolved.op.value_or(SteeringOperator::Add);
     for (const auto& [name, values] : {std::pair<const char*, const std::vector<double>*>{"c_k", &resolved.ck}, {"c_v", &resolved.cv}})
         if (values->size() != 1 && values->size() != size_t(t.numLayers))
             throw Error(std::string(name) + " has " + std::to_string(values->size()) + " values, but the model has " + std::to_string(t.numLayers) +
@@ -34,9 +34,9 @@ void checkPlanChoices(const PlanOptions& resolved, const SteeringVectors* vector
         if (h < 0 || h >= t.numKvHeads)
             throw Error("KV head " + std::to_string(h) + " does not exist: the model has KV heads 0.." + std::to_string(t.numKvHeads - 1));
     if (!operatorNeedsVectors(op)) return;
-    if (!vectors) throw Error("operator '" + resolved.op + "' needs steering vectors");
+    if (!vectors) throw Error("operator '" + operatorName(op) + "' needs steering vectors");
     if ((vectors->keySpace == KeySpace::PreRope) != (op == SteeringOperator::PreRope))
-        throw Error("operator '" + resolved.op + "' needs " + (op == SteeringOperator::PreRope ? "pre-rope" : "post-rope") +
+        throw Error("operator '" + operatorName(op) + "' needs " + (op == SteeringOperator::PreRope ? "pre-rope" : "post-rope") +
                         " key vectors, these are " + keySpaceName(vectors->keySpace),
                     {Remedy::MatchingKeySpace});
 }
@@ -45,7 +45,7 @@ SteeringPlan makePlan(const PlanOptions& chosen, const SteeringVectors* vectors,
                       const at::Tensor& strength, const VisualSpan& span, int numLayers) {
     const PlanOptions options = resolvePlanOptions(chosen, file);
     SteeringPlan p;
-    p.op = parseOperator(options.op);
+    p.op = *options.op;
     // Without vectors the plan carries none: an operator that needs them then edits nothing, and
     // it is the caller's to say so (the CLI refuses, the studio shows both streams unsteered).
     if (vectors) p.vectors = *vectors;
@@ -74,9 +74,7 @@ SteeringPlan makePlan(const PlanOptions& chosen, const SteeringVectors* vectors,
     p.ck = options.ck;
     p.cv = options.cv;
     p.mode = options.propagate ? PlanMode::Propagate : PlanMode::EditOnly;
-    if (options.ablateTo != "mean" && options.ablateTo != "zero")
-        throw Error("ablate target '" + options.ablateTo + "' is not valid (expected mean or zero)");
-    p.ablateTarget = options.ablateTo == "zero" ? AblateTarget::Zero : AblateTarget::Mean;
+    p.ablateTarget = options.ablateTo;
     return p;
 }
 
@@ -85,7 +83,7 @@ SteeringFileInfo newVectorsFileInfo(const Model& model, const std::string& recip
     SteeringFileInfo info;
     recordModel(info, model);
     // Pre-RoPE directions only mean the same at every position through the prerope operator.
-    info.operatorName = keySpace == KeySpace::PreRope ? "prerope" : "add";
+    info.op = keySpace == KeySpace::PreRope ? SteeringOperator::PreRope : SteeringOperator::Add;
     info.recipe = recipe;
     info.recipeInputsJson = recipeInputsJson;
     info.promptTemplate = model.applyTemplate("{question}", recipe != "text-pairs");

@@ -18,12 +18,12 @@ namespace kvsteer {
 class Model;
 
 struct PlanOptions {
-    std::string op;                 // add | norm | prerope | scale | spotlight | ablate; "" = the file's, else add
+    std::optional<SteeringOperator> op;   // unset = the file's, else add
     std::vector<double> ck, cv;     // one value or one per layer; empty = the file's suggestion, else 1
     std::optional<std::vector<int>> layers;   // unset = the file's suggestion (empty there = all layers)
     std::vector<int> heads;         // KV heads edited on every chosen layer; empty = the file's mask (all)
     bool propagate = false;         // recompute the text after the edit against the edited cache
-    std::string ablateTo = "mean";  // what ablate writes: mean | zero
+    AblateTarget ablateTo = AblateTarget::Mean;   // what ablate moves towards
 };
 
 // `options` with what it leaves unset filled in from the vector file's suggestions, then the

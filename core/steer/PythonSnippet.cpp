@@ -100,8 +100,6 @@ std::string coefficientText(const char* name, const std::vector<double>& v) {
     return v.size() > 1 ? s + " by layer" : s;
 }
 
-bool needsVectors(const std::string& op) { return op == "add" || op == "norm"; }
-
 // Why this plan cannot be a few faithful lines, or empty.
 std::string unsupported(const PythonSnippetInputs& in, const Family* family) {
     if (!family) {
@@ -109,19 +107,17 @@ std::string unsupported(const PythonSnippetInputs& in, const Family* family) {
         for (const Family& f : kFamilies) known += std::string(known.empty() ? "" : ", ") + f.name;
         return "the " + in.family + " family is not one this snippet knows (" + known + ")";
     }
-    if (in.op == "prerope")
+    if (in.op == SteeringOperator::PreRope)
         return "the 'prerope' operator rotates each pre-RoPE key vector to its position (R(p)Δ) with the model's own rotary "
                "embedding (Llama-3's scaled frequencies, Qwen2-VL's M-RoPE sections); where that lives and how it is called "
                "differs by family and transformers version, so a few lines cannot do it faithfully: use add or norm with "
                "post-RoPE vectors, or kvsteer itself";
-    if (in.op == "spotlight")
+    if (in.op == SteeringOperator::Spotlight)
         return "the 'spotlight' operator edits no cache: it adds s·c_k to the attention logits of the painted positions, per "
                "layer and KV head, at every decoding step; transformers has no per-layer, per-head logit bias to pass to "
                "generate (it needs a patched attention forward): use kvsteer itself";
-    if (!needsVectors(in.op) && in.op != "scale" && in.op != "ablate")
-        return "the '" + in.op + "' operator is not one this snippet knows (add, norm, scale, ablate)";
-    if (needsVectors(in.op) && in.keySpace == "pre-rope")
-        return "the file's key vectors are pre-RoPE (made for 'prerope'): kvsteer refuses them for '" + in.op +
+    if (operatorNeedsVectors(in.op) && in.keySpace == "pre-rope")
+        return "the file's key vectors are pre-RoPE (made for 'prerope'): kvsteer refuses them for '" + operatorName(in.op) +
                "', and adding them to post-RoPE cached keys would be wrong";
     if (in.propagate && family->prefixLm)
         return "propagate mode on " + in.family + " recomputes the prompt's text bidirectionally against the edited image K/V (with "
@@ -174,9 +170,9 @@ PromptLines promptLines(const Family& f, const PythonSnippetInputs& in) {
 std::string settings(const Family& f, const PythonSnippetInputs& in, const PromptLines& prompt) {
     const bool strip = !f.imageToken;
     std::string s = "model_id = " + py(in.modelDirectory) + "\n";
-    if (needsVectors(in.op) && in.vectorsPath.empty())
+    if (operatorNeedsVectors(in.op) && in.vectorsPath.empty())
         s += "vectors_path = \"steering.safetensors\"   # computed in the studio: File → Export Vectors… writes them; put that path here\n";
-    else if (needsVectors(in.op))
+    else if (operatorNeedsVectors(in.op))
         s += "vectors_path = " + py(in.vectorsPath) + "\n";
     if (!strip && fs::path(in.imagePath).is_absolute()) s += "image_path = " + py(in.imagePath) + "\n";
     else if (!strip) s += "image_path = " + py(in.imagePath) + "   # not a file (pasted or dropped): save the image and put its path here\n";
@@ -237,7 +233,7 @@ std::string pythonSnippet(const PythonSnippetInputs& in) {
     const bool strip = family && !family->imageToken;
     std::string s = "# kvsteer plan as Python (Hugging Face transformers >= " + std::string(family ? family->transformers : "4.45") +
                     ", a DynamicCache edited in place; docs/steering.md).\n";
-    s += "# " + in.modelName + " (" + in.family + ") · operator " + in.op + ", " + (in.propagate ? "propagate" : "edit-only") + " · " +
+    s += "# " + in.modelName + " (" + in.family + ") · operator " + operatorName(in.op) + ", " + (in.propagate ? "propagate" : "edit-only") + " · " +
          coefficientText("c_k", in.ck) + " · " + coefficientText("c_v", in.cv) + " · layers " +
          (in.layers.empty() ? std::string("all") : ints(in.layers)) + " · " +
          std::to_string(std::count_if(in.strength.begin(), in.strength.end(), [](float v) { return v != 0; })) + " painted cells of the " +
@@ -246,7 +242,7 @@ std::string pythonSnippet(const PythonSnippetInputs& in) {
     const std::string why = unsupported(in, family);
     if (!why.empty()) return s + "raise NotImplementedError(" + py("kvsteer: " + why) + ")\n";
     const Family& f = *family;
-    const bool vectors = needsVectors(in.op);
+    const bool vectors = operatorNeedsVectors(in.op);
     const std::string io = strip ? "tokenizer" : "processor";
     const PromptLines prompt = promptLines(f, in);
 

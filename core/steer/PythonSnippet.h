@@ -18,6 +18,8 @@
 //
 // The CLI (`kvsteer steer ... --python`) and the studio (Copy as Python) both fill the inputs
 // below, from the plan they would run.
+#include "steer/SteeringOperator.h"
+
 #include <string>
 #include <vector>
 
@@ -41,12 +43,12 @@ struct PythonSnippetInputs {
     std::string vectorsPath;
     std::string keySpace = "post-rope";
     // The plan as it runs (PlanOptions resolved against the file's suggestions).
-    std::string op = "add";              // add | norm | scale | ablate | prerope | spotlight
+    SteeringOperator op = SteeringOperator::Add;
     std::vector<double> ck{1.0}, cv{1.0};   // one value, or one per layer
     std::vector<int> layers;             // empty: every layer
     std::vector<int> heads;              // KV heads; empty: every head
     bool propagate = false;
-    std::string ablateTo = "mean";       // mean | zero
+    AblateTarget ablateTo = AblateTarget::Mean;
     // The painted map, row-major rows x cols (1 x N on a token strip).
     int rows = 0, cols = 0;
     std::vector<float> strength;

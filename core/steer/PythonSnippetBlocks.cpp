@@ -50,18 +50,16 @@ const char* const kPrefixLmNote = R"PY(# PaliGemma's prompt is a prefix-LM: ever
 
 namespace {
 
-bool needsVectors(const std::string& op) { return op == "add" || op == "norm"; }
-
 // One head's edit of its painted positions x [B, n, D] (f = s(p)·c per position, d = the head's Δ).
-std::string editLine(const std::string& op, const std::string& ablateTo, bool anyres) {
-    if (op == "add") return "        X[:, h, span[sel]] = x + f * d                                          # add: x += s·c·Δ\n";
-    if (op == "norm")
+std::string editLine(SteeringOperator op, AblateTarget ablateTo, bool anyres) {
+    if (op == SteeringOperator::Add) return "        X[:, h, span[sel]] = x + f * d                                          # add: x += s·c·Δ\n";
+    if (op == SteeringOperator::NormPreserving)
         return "        y = x + f * d                                                           # norm: y = x + s·c·Δ, then x = y·‖x‖/‖y‖\n"
                "        n = y.norm(dim=-1, keepdim=True)\n"
                "        X[:, h, span[sel]] = torch.where(n > 0, y * (x.norm(dim=-1, keepdim=True) / n), x)\n";
-    if (op == "scale") return "        X[:, h, span[sel]] = x * (1 + f)                                        # scale: x *= 1 + s·c\n";
+    if (op == SteeringOperator::Scale) return "        X[:, h, span[sel]] = x * (1 + f)                                        # scale: x *= 1 + s·c\n";
     const std::string target =
-        ablateTo == "zero" ? "        target = 0                                                              # ablate to zero\n"
+        ablateTo == AblateTarget::Zero ? "        target = 0                                                              # ablate to zero\n"
         : anyres ? "        target = X[:, h, span[cells]].mean(1, keepdim=True)                     # the mean over the picture's cells, before the edit\n"
                  : "        target = X[:, h, span].mean(1, keepdim=True)                            # the mean over the whole span, before the edit\n";
     return target + "        X[:, h, span[sel]] = x + f * (target - x)                               # ablate: x += s·c·(target − x)\n";
@@ -69,8 +67,8 @@ std::string editLine(const std::string& op, const std::string& ablateTo, bool an
 
 } // namespace
 
-std::string editFunction(const std::string& op, const std::string& ablateTo, bool anyres) {
-    const bool vectors = needsVectors(op);
+std::string editFunction(SteeringOperator op, AblateTarget ablateTo, bool anyres) {
+    const bool vectors = operatorNeedsVectors(op);
     std::string s = "sel = s != 0                                                                    # only painted positions are touched\n"
                     "def coef(c, l):                                                                 # one coefficient, or one per layer\n"
                     "    return c[l] if isinstance(c, list) else c\n\n";

@@ -2,14 +2,17 @@
 // The fixed pieces of PythonSnippet's script: the edit of the cached K/V, the propagate
 // recompute, the decoding of both answers, and the families' special layouts (LLaVA-NeXT's views,
 // M-RoPE positions, PaliGemma's prefix-LM prefill). PythonSnippet.cpp assembles them.
+#include "steer/SteeringOperator.h"
+
 #include <string>
 
 namespace kvsteer::snippet {
 
 // The edit of one head's painted positions, as core/steer/SteeringPlan.cpp computes it, and the
 // loop over the plan's layers (one coefficient, or one per layer). `anyres`: ablate's mean is
-// over the picture's cells, never a newline token.
-std::string editFunction(const std::string& op, const std::string& ablateTo, bool anyres);
+// over the picture's cells, never a newline token. Only add, norm, scale and ablate: PythonSnippet
+// refuses the others before it gets here.
+std::string editFunction(SteeringOperator op, AblateTarget ablateTo, bool anyres);
 
 // Propagate (causal prompts): what follows the edit computed again from the edited cache.
 std::string propagate(bool image, bool mrope);

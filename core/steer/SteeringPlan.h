@@ -33,7 +33,6 @@ namespace kvsteer {
 class Session;
 
 enum class PlanMode { EditOnly, Propagate };
-enum class AblateTarget { Mean, Zero };
 
 struct SteeringPlan {
     at::Tensor strength;                 // [grid_h, grid_w] float32; the painted map (1 x N on a token strip)

@@ -55,7 +55,7 @@ void saveSteeringFile(const std::string& path, const SteeringVectors& vectors, c
         {"config_hash", info.configHash},
         {"num_layers", vectors.numLayers()},
         {"key_space", keySpaceName(vectors.keySpace)},
-        {"operator", info.operatorName},
+        {"operator", info.op ? operatorName(*info.op) : std::string()},
         {"c_k", info.ck},
         {"c_v", info.cv},
         {"layers", info.layers},
@@ -211,7 +211,8 @@ SteeringVectors loadSteeringFile(const std::string& path, const Model& model, St
     const int layers = field<int>(meta, "num_layers", where);
     if (layers != c.text.numLayers)
         throw Error(where + ": num_layers is " + std::to_string(layers) + " but the model has " + std::to_string(c.text.numLayers));
-    info.operatorName = field<std::string>(meta, "operator", where);
+    if (const std::string op = field<std::string>(meta, "operator", where); !op.empty())
+        info.op = parseOperator(op, where + ": metadata field 'operator'");
     info.ck = field<std::vector<double>>(meta, "c_k", where);
     info.cv = field<std::vector<double>>(meta, "c_v", where);
     info.layers = field<std::vector<int>>(meta, "layers", where);

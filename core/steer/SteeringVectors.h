@@ -12,9 +12,11 @@
 // template and kvsteer version. Files written before the family seam have no model_type and
 // grid; they still load, checked by their config hash alone.
 #include "cache/VisualSpan.h"
+#include "steer/SteeringOperator.h"
 
 #include <ATen/core/Tensor.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,7 +50,7 @@ struct SteeringFileInfo {
     std::string modelType;            // config.json's model_type; "" = not recorded (older files)
     std::string family;               // the family by name ("Llama-3", "LLaVA-1.5"): one model_type can be two; "" = not recorded
     PatchGrid grid;                   // the patch grid the vectors were made on; written with modelType
-    std::string operatorName;         // the operator the vectors were made for (a default for `steer`)
+    std::optional<SteeringOperator> op;   // the operator the vectors were made for (a default for `steer`); unset = none named
     std::vector<double> ck, cv;       // suggested coefficients (one value or one per layer)
     std::vector<int> layers;          // suggested layers
     std::vector<std::vector<int>> headMask;   // per layer, KV heads (empty = all)

@@ -67,9 +67,9 @@ StudioSession readStudioSession(const std::string& path, int numLayers) {
     s.modelConfigHash = fieldOr<std::string>(root, "model", "config_hash", "", where);
 
     PlanOptions& p = s.plan;
-    p.op = fieldOr<std::string>(root, "plan", "operator", "add", where);
+    p.op = parseOperator(fieldOr<std::string>(root, "plan", "operator", "add", where), where + ": plan.operator");
+    p.ablateTo = parseAblateTarget(fieldOr<std::string>(root, "plan", "ablate_to", "mean", where), where + ": plan.ablate_to");
     p.propagate = fieldOr<std::string>(root, "plan", "mode", "edit-only", where) == "propagate";
-    p.ablateTo = fieldOr<std::string>(root, "plan", "ablate_to", "mean", where);
     p.ck = {fieldOr<double>(root, "plan", "ck", 1.0, where)};
     p.cv = {fieldOr<double>(root, "plan", "cv", 1.0, where)};
     // One per layer when the studio ran lists (written only then): those ran, not the one value.

@@ -70,7 +70,7 @@ PlanGrid planGridFromLists(const std::string& vectors, const std::string& operat
                            const std::string& layers) {
     PlanGrid g;
     g.vectors = listItems(vectors);
-    g.operators = listItems(operators);
+    for (const std::string& name : listItems(operators)) g.operators.push_back(parseOperator(name));
     g.layers = listItems(layers);
     if (!listItems(ck).empty()) g.ck = parseNumberList(ck, "c_k");
     if (!listItems(cv).empty()) g.cv = parseNumberList(cv, "c_v");
@@ -80,7 +80,7 @@ PlanGrid planGridFromLists(const std::string& vectors, const std::string& operat
 ordered_json StudyPlan::json() const {
     ordered_json j = {{"index", index},
                       {"label", label},
-                      {"operator", options.op},
+                      {"operator", operatorName(*options.op)},
                       {"ck", options.ck},
                       {"cv", options.cv},
                       {"layers", layersLabel},
@@ -89,7 +89,7 @@ ordered_json StudyPlan::json() const {
                       {"mode", options.propagate ? "propagate" : "edit-only"},
                       {"vectors", vectorsPath},
                       {"vectors_hash", vectorsHash}};
-    if (options.op == "ablate") j["ablate_to"] = options.ablateTo;
+    if (options.op == SteeringOperator::Ablate) j["ablate_to"] = ablateTargetName(options.ablateTo);
     if (!hash.empty()) j["hash"] = hash;
     return j;
 }
@@ -109,7 +109,8 @@ std::vector<PlanGrid> planGridsFromJson(const json& plans, const std::string& ba
             if (fs::path(v).is_relative()) v = (fs::path(baseDir) / v).string();
             g.vectors.push_back(v);
         }
-        g.operators = axis<std::string>(e, "operator", where, "an operator name");
+        for (const std::string& name : axis<std::string>(e, "operator", where, "an operator name"))
+            g.operators.push_back(parseOperator(name, where + ".operator"));
         g.ck = axis<double>(e, "ck", where, "a number");
         g.cv = axis<double>(e, "cv", where, "a number");
         g.layers = axis<std::string>(e, "layers", where, "a layer choice (all, early, middle, late, A-B)");
@@ -118,7 +119,8 @@ std::vector<PlanGrid> planGridsFromJson(const json& plans, const std::string& ba
             if (!e["propagate"].is_boolean()) throw Error(where + ".propagate: expected true or false");
             g.propagate = e["propagate"].get<bool>();
         }
-        if (e.contains("ablate_to")) g.ablateTo = axis<std::string>(e, "ablate_to", where, "mean or zero").front();
+        if (e.contains("ablate_to"))
+            g.ablateTo = parseAblateTarget(axis<std::string>(e, "ablate_to", where, "mean or zero").front(), where + ".ablate_to");
         grids.push_back(g);
     }
     return grids;
@@ -137,7 +139,10 @@ std::vector<StudyPlan> expandPlans(const std::vector<PlanGrid>& grids, const Mod
     std::map<std::string, int> seen;   // resolved settings -> the plan that has them
     for (const PlanGrid& g : grids) {
         const std::vector<std::string> vectorsAxis = g.vectors.empty() ? std::vector<std::string>{""} : g.vectors;
-        const std::vector<std::string> opAxis = g.operators.empty() ? std::vector<std::string>{""} : g.operators;
+        // An empty axis is one plan that takes the vector file's operator.
+        const std::vector<std::optional<SteeringOperator>> opAxis =
+            g.operators.empty() ? std::vector<std::optional<SteeringOperator>>{std::nullopt}
+                                : std::vector<std::optional<SteeringOperator>>(g.operators.begin(), g.operators.end());
         const std::vector<std::string> layerAxis = g.layers.empty() ? std::vector<std::string>{""} : g.layers;
         const std::vector<double> ckAxis = g.ck.empty() ? std::vector<double>{std::nan("")} : g.ck;
         const std::vector<double> cvAxis = g.cv.empty() ? std::vector<double>{std::nan("")} : g.cv;
@@ -147,7 +152,7 @@ std::vector<StudyPlan> expandPlans(const std::vector<PlanGrid>& grids, const Mod
                 file.vectors = std::make_shared<const SteeringVectors>(loadSteeringFile(path, model, &file.info));
                 file.hash = hexHash(stableHash(readTextFile(path)));
             }
-            for (const std::string& op : opAxis)
+            for (const std::optional<SteeringOperator>& op : opAxis)
                 for (const std::string& layers : layerAxis)
                     for (double ck : ckAxis)
                         for (double cv : cvAxis) {
@@ -167,7 +172,6 @@ std::vector<StudyPlan> expandPlans(const std::vector<PlanGrid>& grids, const Mod
                             const std::string where = "plan " + std::to_string(p.index);
                             LayerRange range;
                             try {
-                                if (!op.empty()) parseOperator(op);
                                 range = layersOf(layers, p.vectorsInfo, numLayers);
                             } catch (const Error& e) {
                                 throw Error(where + ": " + e.what());
@@ -184,7 +188,7 @@ std::vector<StudyPlan> expandPlans(const std::vector<PlanGrid>& grids, const Mod
                                 throw Error(where + " (" + p.json().dump() + "): " + e.what());
                             }
                             const std::string name = path.empty() ? "no vectors" : fs::path(path).stem().string();
-                            p.label = name + " " + p.options.op + " c_k " + shortNumber(p.options.ck.front()) + " c_v " +
+                            p.label = name + " " + operatorName(*p.options.op) + " c_k " + shortNumber(p.options.ck.front()) + " c_v " +
                                       shortNumber(p.options.cv.front()) + " " + p.layersLabel + (p.options.propagate ? " propagate" : "");
                             ordered_json settings = p.json();
                             settings.erase("index");

@@ -24,12 +24,12 @@ class Model;
 // The axes as given. An empty axis is left to the vector file, then the defaults.
 struct PlanGrid {
     std::vector<std::string> vectors;     // files; empty = no vectors (operators that need none)
-    std::vector<std::string> operators;
+    std::vector<SteeringOperator> operators;
     std::vector<double> ck, cv;
     std::vector<std::string> layers;      // all | early | middle | late | A-B | A
     std::vector<int> heads;               // one head set for every plan; empty = the file's (all)
     bool propagate = false;
-    std::string ablateTo = "mean";
+    AblateTarget ablateTo = AblateTarget::Mean;
 };
 
 // One plan, resolved.
@@ -48,7 +48,8 @@ struct StudyPlan {
 
 // The axes as typed, each a comma-separated list ("a.safetensors,b.safetensors", "add,norm",
 // "0,1", "1,2,4", "all,early"); "" leaves that axis to the vector file. What the CLI's flags and
-// the studio's Study tab both read. Throws kvsteer::Error naming the axis for a bad number.
+// the studio's Study tab both read. Throws kvsteer::Error naming the axis for a bad number or an
+// unknown operator.
 PlanGrid planGridFromLists(const std::string& vectors, const std::string& operators, const std::string& ck, const std::string& cv,
                            const std::string& layers);
 

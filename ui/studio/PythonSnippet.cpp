@@ -31,14 +31,14 @@ QString pythonSnippet(const SnippetInputs& in) {
     s.vectorsPath = in.vectorsPath.toStdString();
     s.keySpace = in.keySpace.isEmpty() ? "post-rope" : in.keySpace.toStdString();
     const PlanSettings& p = in.plan;
-    s.op = p.op.toStdString();
+    s.op = p.op;
     const QVector<double> ck = p.ckValues(), cv = p.cvValues();
     s.ck.assign(ck.begin(), ck.end());
     s.cv.assign(cv.begin(), cv.end());
     s.layers = layersOf(p, in.model.layers);
     s.heads = std::vector<int>(p.heads.begin(), p.heads.end());
     s.propagate = p.propagate;
-    s.ablateTo = p.ablateTarget.toStdString();
+    s.ablateTo = p.ablateTarget;
     s.rows = in.strength.rows;
     s.cols = in.strength.cols;
     s.strength = values(in.strength);

@@ -89,9 +89,9 @@ QByteArray SessionFile::toJson(const SessionDocument& s) {
         {QStringLiteral("rows"), s.strength.rows}, {QStringLiteral("cols"), s.strength.cols}, {QStringLiteral("values"), values}};
     QJsonArray heads;
     for (int h : s.plan.heads) heads.append(h);
-    root[QStringLiteral("plan")] = QJsonObject{{QStringLiteral("operator"), s.plan.op},
+    root[QStringLiteral("plan")] = QJsonObject{{QStringLiteral("operator"), operatorText(s.plan.op)},
                                                {QStringLiteral("mode"), s.plan.propagate ? QStringLiteral("propagate") : QStringLiteral("edit-only")},
-                                               {QStringLiteral("ablate_to"), s.plan.ablateTarget},
+                                               {QStringLiteral("ablate_to"), ablateTargetText(s.plan.ablateTarget)},
                                                {QStringLiteral("ck"), s.plan.ck},
                                                {QStringLiteral("cv"), s.plan.cv},
                                                {QStringLiteral("layer_from"), s.plan.layerFrom},
@@ -193,9 +193,14 @@ bool SessionFile::fromJson(const QByteArray& json, SessionDocument* out, QString
     for (int i = 0; i < values.size(); ++i) s.strength.values[i] = float(values[i].toDouble());
 
     const QJsonObject plan = root.value(QStringLiteral("plan")).toObject();
-    s.plan.op = plan.value(QStringLiteral("operator")).toString(QStringLiteral("add"));
+    try {
+        s.plan.op = parseOperator(plan.value(QStringLiteral("operator")).toString(QStringLiteral("add")).toStdString(), "plan.operator");
+        s.plan.ablateTarget = parseAblateTarget(plan.value(QStringLiteral("ablate_to")).toString(QStringLiteral("mean")).toStdString(), "plan.ablate_to");
+    } catch (const Error& e) {
+        *error = QString::fromStdString(e.what());
+        return false;
+    }
     s.plan.propagate = plan.value(QStringLiteral("mode")).toString() == QLatin1String("propagate");
-    s.plan.ablateTarget = plan.value(QStringLiteral("ablate_to")).toString(QStringLiteral("mean"));
     s.plan.ck = plan.value(QStringLiteral("ck")).toDouble(1.0);
     s.plan.cv = plan.value(QStringLiteral("cv")).toDouble(1.0);
     for (const QJsonValue& c : plan.value(QStringLiteral("ck_by_layer")).toArray()) s.plan.ckByLayer.push_back(c.toDouble());

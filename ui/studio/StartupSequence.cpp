@@ -179,13 +179,13 @@ void StartupSequence::applyViewOptions() {
 // the command line wins over them.
 void StartupSequence::applyPlanOptions() {
     const StudioOptions& o = options_;
-    if (o.op.isEmpty() && o.ck.isEmpty() && o.cv.isEmpty() && o.layers.isEmpty() && !o.propagate && o.ablateTo.isEmpty()) return;
+    if (!o.op && o.ck.isEmpty() && o.cv.isEmpty() && o.layers.isEmpty() && !o.propagate && !o.ablateTo) return;
     PlanSettings p = planOptionsApplied_ ? p_.panes.steering->planSettings() : PlanSettings();
     if (!planOptionsApplied_) p_.panes.steering->planForm()->forgetRestored();   // nothing of the last session's plan runs
     planOptionsApplied_ = true;
     if (o.propagate) p.propagate = *o.propagate;
-    if (!o.op.isEmpty()) p.op = o.op;
-    if (!o.ablateTo.isEmpty()) p.ablateTarget = o.ablateTo;
+    if (o.op) p.op = *o.op;
+    if (o.ablateTo) p.ablateTarget = *o.ablateTo;
     auto coefficient = [](const QVector<double>& given, double& one, QVector<double>& byLayer) {
         if (given.isEmpty()) return;
         one = given.front();

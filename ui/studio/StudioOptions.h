@@ -23,10 +23,10 @@ struct StudioOptions {
     QString studyDir;                 // a study's folder to show in the Evaluate dock's Study tab
     // A plan on the command line is applied whole: what it leaves out takes the defaults (or the
     // vector file's suggestions), never the last session's settings.
-    QString op;
+    std::optional<SteeringOperator> op;
     QString layers;                   // "A-B" or "N"
     QVector<double> ck, cv;           // one value, or one per layer; empty: not given
-    QString ablateTo;                 // mean | zero; "": not given
+    std::optional<AblateTarget> ablateTo;
     int maxTokens = 0;
     int heatmapMetric = -1;
     int heatmapLayer = -1;

@@ -60,9 +60,17 @@ void StudioSettings::restoreWidgets() {
     if (s.contains(QStringLiteral("window/rightSplit"))) w_.rightSplit->restoreState(s.value(QStringLiteral("window/rightSplit")).toByteArray());
 
     PlanSettings p;
-    p.op = s.value(QStringLiteral("steering/operator"), p.op).toString();
+    // A name absent, or one only another version of the studio knows, keeps the default.
+    const auto knownOr = [](auto parse, const QVariant& name, auto fallback) {
+        try {
+            return parse(name.toString().toStdString(), std::string());
+        } catch (const Error&) {
+            return fallback;
+        }
+    };
+    p.op = knownOr(&parseOperator, s.value(QStringLiteral("steering/operator")), p.op);
+    p.ablateTarget = knownOr(&parseAblateTarget, s.value(QStringLiteral("steering/ablateTo")), p.ablateTarget);
     p.propagate = s.value(QStringLiteral("steering/propagate"), p.propagate).toBool();
-    p.ablateTarget = s.value(QStringLiteral("steering/ablateTo"), p.ablateTarget).toString();
     p.ck = s.value(QStringLiteral("steering/ck"), p.ck).toDouble();
     p.cv = s.value(QStringLiteral("steering/cv"), p.cv).toDouble();
     w_.steering->setSource(VectorSource(s.value(QStringLiteral("steering/source"), 0).toInt()));
@@ -101,9 +109,9 @@ void StudioSettings::save(const LoadSettings& load) {
     s.setValue(QStringLiteral("load/dtype"), load.dtype);
     s.setValue(QStringLiteral("load/threads"), load.threads);
     const PlanSettings p = w_.steering->planSettings();
-    s.setValue(QStringLiteral("steering/operator"), p.op);
+    s.setValue(QStringLiteral("steering/operator"), operatorText(p.op));
     s.setValue(QStringLiteral("steering/propagate"), p.propagate);
-    s.setValue(QStringLiteral("steering/ablateTo"), p.ablateTarget);
+    s.setValue(QStringLiteral("steering/ablateTo"), ablateTargetText(p.ablateTarget));
     s.setValue(QStringLiteral("steering/ck"), p.ck);
     s.setValue(QStringLiteral("steering/cv"), p.cv);
     s.setValue(QStringLiteral("steering/source"), int(w_.steering->source()));

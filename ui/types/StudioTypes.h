@@ -4,6 +4,7 @@
 // registered metatype so it can travel through queued signals.
 #include "StrengthGrid.h"
 #include "analysis/HeatMetric.h"
+#include "steer/SteeringOperator.h"
 
 #include <QByteArray>
 #include <QImage>
@@ -11,6 +12,8 @@
 #include <QString>
 #include <QStringList>
 #include <QVector>
+
+#include <optional>
 
 namespace kvsteer::ui {
 
@@ -70,12 +73,13 @@ struct ImageInfo {
 
 // The steering panel's choices in Qt types. Three names, three stages: the worker turns these into
 // the core's PlanOptions (what a person chose, the CLI's flags too: CoreConversions), and the
-// core's makePlan turns those into a SteeringPlan (what is applied). Operators by their core names
-// (kvsteer::kSteeringOperators).
+// core's makePlan turns those into a SteeringPlan (what is applied). The operator and the ablate
+// target are the core's own types, parsed where text comes in (the session file, the settings,
+// the command line); the widgets hold them as their names (kvsteer::kSteeringOperators).
 struct PlanSettings {
-    QString op = QStringLiteral("add");
+    kvsteer::SteeringOperator op = kvsteer::SteeringOperator::Add;
     bool propagate = false;                        // edit-only (false) or propagate
-    QString ablateTarget = QStringLiteral("mean"); // mean | zero
+    kvsteer::AblateTarget ablateTarget = kvsteer::AblateTarget::Mean;
     double ck = 1.0;
     double cv = 1.0;
     // One coefficient per model layer (the command line's --ck 0,1,2, a vector file's suggestion):
@@ -93,6 +97,10 @@ struct PlanSettings {
     }
     bool operator!=(const PlanSettings& o) const { return !(*this == o); }
 };
+
+// The core's names as Qt text: what a session file, the settings and the labels show.
+inline QString operatorText(SteeringOperator op) { return QString::fromStdString(operatorName(op)); }
+inline QString ablateTargetText(AblateTarget target) { return QString::fromStdString(ablateTargetName(target)); }
 
 // ---- generation --------------------------------------------------------------------------
 
@@ -229,7 +237,7 @@ struct VectorsInfo {
     int layersWithVectors = 0;
     QString modelName;
     // Suggestions stored in a file (imported files only).
-    QString suggestedOperator;
+    std::optional<kvsteer::SteeringOperator> suggestedOperator;
     QVector<double> suggestedCk, suggestedCv;
     QVector<int> suggestedLayers;
     StrengthGrid mask;                // the recipe's region, if the file has one

@@ -34,19 +34,20 @@ QVector<int> integers(const QJsonValue& v) {
     return out;
 }
 
+// Throws kvsteer::Error for an operator or ablate target the core does not know.
 StudyPlanSettings settingsOf(const QJsonObject& s) {
     StudyPlanSettings p;
     p.index = s.value(QStringLiteral("index")).toInt();
     p.label = s.value(QStringLiteral("label")).toString();
     p.vectors = s.value(QStringLiteral("vectors")).toString();
-    p.op = s.value(QStringLiteral("operator")).toString(QStringLiteral("add"));
+    p.op = parseOperator(s.value(QStringLiteral("operator")).toString(QStringLiteral("add")).toStdString(), "settings.operator");
     p.ck = numbers(s.value(QStringLiteral("ck")));
     p.cv = numbers(s.value(QStringLiteral("cv")));
     p.layers = s.value(QStringLiteral("layers")).toString();
     p.layerList = integers(s.value(QStringLiteral("layer_list")));
     p.heads = integers(s.value(QStringLiteral("heads")));
     p.propagate = s.value(QStringLiteral("mode")).toString() == QLatin1String("propagate");
-    p.ablateTo = s.value(QStringLiteral("ablate_to")).toString(QStringLiteral("mean"));
+    p.ablateTo = parseAblateTarget(s.value(QStringLiteral("ablate_to")).toString(QStringLiteral("mean")).toStdString(), "settings.ablate_to");
     return p;
 }
 
@@ -113,7 +114,12 @@ bool studyResultsFromJson(const QJsonObject& summary, StudyResults* out, QString
     for (const QJsonValue& v : results) {
         const QJsonObject p = v.toObject();
         StudyPlanResult plan;
-        plan.settings = settingsOf(p.value(QStringLiteral("settings")).toObject());
+        try {
+            plan.settings = settingsOf(p.value(QStringLiteral("settings")).toObject());
+        } catch (const Error& e) {
+            *error = QObject::tr("results[%1]: %2").arg(r.plans.size()).arg(QString::fromStdString(e.what()));
+            return false;
+        }
         plan.settings.index = p.value(QStringLiteral("plan")).toInt(plan.settings.index);
         plan.settings.label = p.value(QStringLiteral("label")).toString(plan.settings.label);
         plan.targetSuccess = valueOf(p.value(QStringLiteral("target_success")));

@@ -64,13 +64,13 @@ struct StudyPlanSettings {
     int index = 0;
     QString label;                    // "red-to-blue add c_k 0 c_v 16 all"
     QString vectors;                  // the vector file ("" = none)
-    QString op;
+    SteeringOperator op = SteeringOperator::Add;
     QVector<double> ck, cv;           // one value, or one per layer
     QString layers;                   // as given: all, early, 3-5, ...
     QVector<int> layerList;           // resolved; empty = every layer
     QVector<int> heads;               // empty = all
     bool propagate = false;
-    QString ablateTo = QStringLiteral("mean");
+    AblateTarget ablateTo = AblateTarget::Mean;
 
     // The steering panel's plan for it: the first c_k / c_v (a grid's are one strength each) and
     // the layer list's span (a grid's layer choices are ranges).

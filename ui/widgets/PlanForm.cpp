@@ -69,15 +69,15 @@ PlanForm::PlanForm(QWidget* parent) : QGroupBox(tr("Plan"), parent) {
 
     op_ = new QComboBox(this);
     for (const auto& [op, name] : kSteeringOperators) {
-        op_->addItem(tr(operatorDoc(op).title), QString::fromLatin1(name));
+        op_->addItem(tr(operatorDoc(op).title), int(op));   // the item's data: the operator itself
         op_->setItemData(op_->count() - 1, tr(operatorDoc(op).help), Qt::ToolTipRole);
     }
     form->addRow(tr("Operator"), op_);
     opHelp_ = note(this);
     form->addRow(QString(), opHelp_);
     ablateTarget_ = new QComboBox(this);
-    ablateTarget_->addItem(tr("Mean over the image"), QStringLiteral("mean"));
-    ablateTarget_->addItem(tr("Zero"), QStringLiteral("zero"));
+    ablateTarget_->addItem(tr("Mean over the image"), int(AblateTarget::Mean));
+    ablateTarget_->addItem(tr("Zero"), int(AblateTarget::Zero));
     ablateLabel_ = new QLabel(tr("Ablate to"), this);
     form->addRow(ablateLabel_, ablateTarget_);
     form->addRow(tr("Mode"), buildModeRow());
@@ -206,13 +206,12 @@ QWidget* PlanForm::buildLayerRow() {
 }
 
 void PlanForm::updateOperatorUi() {
-    const QString op = operatorName();
-    for (const auto& [o, name] : kSteeringOperators)
-        if (op == QLatin1String(name)) opHelp_->setText(tr(operatorDoc(o).help));
-    const bool ablate = op == QLatin1String("ablate");
+    const SteeringOperator op = currentOperator();
+    opHelp_->setText(tr(operatorDoc(op).help));
+    const bool ablate = op == SteeringOperator::Ablate;
     ablateTarget_->setVisible(ablate);
     ablateLabel_->setVisible(ablate);
-    cv_->setEnabled(op != QLatin1String("spotlight") && cvByLayer_.isEmpty());
+    cv_->setEnabled(op != SteeringOperator::Spotlight && cvByLayer_.isEmpty());
     Q_EMIT operatorChanged(op);
 }
 
@@ -229,7 +228,7 @@ void PlanForm::updateByLayer() {
     byLayer_->setVisible(!text.isEmpty());
     oneValue_->setVisible(!text.isEmpty());
     ck_->setEnabled(ckByLayer_.isEmpty());
-    cv_->setEnabled(cvByLayer_.isEmpty() && operatorName() != QLatin1String("spotlight"));
+    cv_->setEnabled(cvByLayer_.isEmpty() && currentOperator() != SteeringOperator::Spotlight);
 }
 
 void PlanForm::rebuildHeads(int kvHeads) {
@@ -268,13 +267,13 @@ void PlanForm::setModel(int layers, int kvHeads) {
     quiet_ = false;
 }
 
-QString PlanForm::operatorName() const { return op_->currentData().toString(); }
+SteeringOperator PlanForm::currentOperator() const { return SteeringOperator(op_->currentData().toInt()); }
 
 PlanSettings PlanForm::planSettings() const {
     PlanSettings s;
-    s.op = operatorName();
+    s.op = currentOperator();
     s.propagate = propagate_->isChecked();
-    s.ablateTarget = ablateTarget_->currentData().toString();
+    s.ablateTarget = AblateTarget(ablateTarget_->currentData().toInt());
     s.ck = ck_->value();
     s.cv = cv_->value();
     s.ckByLayer = ckByLayer_;
@@ -293,11 +292,9 @@ PlanSettings PlanForm::planSettings() const {
 
 void PlanForm::setPlanSettings(const PlanSettings& s) {
     quiet_ = true;
-    const int i = op_->findData(s.op);
-    op_->setCurrentIndex(i >= 0 ? i : 0);
+    op_->setCurrentIndex(op_->findData(int(s.op)));
     (s.propagate ? propagate_ : editOnly_)->setChecked(true);
-    const int a = ablateTarget_->findData(s.ablateTarget);
-    ablateTarget_->setCurrentIndex(a >= 0 ? a : 0);
+    ablateTarget_->setCurrentIndex(ablateTarget_->findData(int(s.ablateTarget)));
     ck_->setValue(s.ck);
     cv_->setValue(s.cv);
     ckByLayer_ = s.ckByLayer;
@@ -310,10 +307,7 @@ void PlanForm::setPlanSettings(const PlanSettings& s) {
 
 void PlanForm::applySuggestions(const VectorsInfo& info) {
     quiet_ = true;
-    if (!info.suggestedOperator.isEmpty()) {
-        const int i = op_->findData(info.suggestedOperator);
-        if (i >= 0) op_->setCurrentIndex(i);
-    }
+    if (info.suggestedOperator) op_->setCurrentIndex(op_->findData(int(*info.suggestedOperator)));
     // One value sets the spin box; one per layer (a list as long as the model's layers) runs as a list.
     auto adopt = [&](const QVector<double>& suggested, QDoubleSpinBox* box, QVector<double>& byLayer) {
         if (suggested.size() == 1) {
@@ -355,9 +349,9 @@ void PlanForm::updateRestoredNote() {
     QStringList still;
     if (restored_) {
         const PlanSettings fresh, now = planSettings(), &r = *restored_;
-        if (r.op != fresh.op && now.op == r.op) still << tr("operator %1").arg(r.op);
+        if (r.op != fresh.op && now.op == r.op) still << tr("operator %1").arg(operatorText(r.op));
         if (r.propagate != fresh.propagate && now.propagate == r.propagate) still << tr("propagate");
-        if (r.ablateTarget != fresh.ablateTarget && now.ablateTarget == r.ablateTarget) still << tr("ablate to %1").arg(r.ablateTarget);
+        if (r.ablateTarget != fresh.ablateTarget && now.ablateTarget == r.ablateTarget) still << tr("ablate to %1").arg(ablateTargetText(r.ablateTarget));
         if (r.ck != fresh.ck && now.ckValues() == QVector<double>{r.ck}) still << tr("c_k %1").arg(r.ck);
         if (r.cv != fresh.cv && now.cvValues() == QVector<double>{r.cv}) still << tr("c_v %1").arg(r.cv);
     }

@@ -29,7 +29,7 @@ public:
     PlanSettings planSettings() const;
     void setPlanSettings(const PlanSettings& s);    // emits planChanged once
     void applySuggestions(const VectorsInfo& info); // the file's operator, c_k and c_v (one or per layer), layers
-    QString operatorName() const;
+    SteeringOperator currentOperator() const;
     // The plan the last session left (QSettings): its settings that a fresh studio would not have
     // are named under the form ("Restored from the last session: propagate, c_v 4") for as long as
     // they are in effect. forgetRestored(): a plan from elsewhere replaced it (the command line).
@@ -40,7 +40,7 @@ public:
 
 Q_SIGNALS:
     void planChanged(const kvsteer::ui::PlanSettings& settings);
-    void operatorChanged(const QString& op);
+    void operatorChanged(kvsteer::SteeringOperator op);
 
 private:
     QWidget* buildModeRow();

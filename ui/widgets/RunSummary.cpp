@@ -35,7 +35,7 @@ void RunSummary::show(const RunSummaryInput& in) {
         return values.size() > 1 ? tr("%1 by layer").arg(l.join(QStringLiteral(", "))) : l.join(QString());
     };
     row(tr("Plan"), tr("<b>%1</b> · c<sub>k</sub> %2 · c<sub>v</sub> %3 · %4 · %5 · %6")
-                        .arg(p.op)
+                        .arg(operatorText(p.op))
                         .arg(coefficient(p.ckValues()))
                         .arg(coefficient(p.cvValues()))
                         .arg(p.propagate ? tr("propagate") : tr("edit only"))

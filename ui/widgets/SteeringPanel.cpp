@@ -50,8 +50,8 @@ SteeringPanel::SteeringPanel(QWidget* parent) : QWidget(parent) {
     v->addStretch(1);
     connect(plan_, &PlanForm::planChanged, this, &SteeringPanel::planChanged);
     // The Pre-RoPE keys operator reads vectors in pre-RoPE space: the recipe computes them so.
-    connect(plan_, &PlanForm::operatorChanged, this, [this](const QString& op) {
-        if (op == QLatin1String("prerope") && !preRope()) keySpace_->setCurrentIndex(1);
+    connect(plan_, &PlanForm::operatorChanged, this, [this](SteeringOperator op) {
+        if (op == SteeringOperator::PreRope && !preRope()) keySpace_->setCurrentIndex(1);
     });
 }
 

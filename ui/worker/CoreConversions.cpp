@@ -123,14 +123,14 @@ std::vector<int> layerRange(const PlanSettings& p, int layers) {
 
 PlanOptions planOptions(const PlanSettings& p, int layers) {
     PlanOptions o;
-    o.op = ss(p.op);
+    o.op = p.op;
     const QVector<double> ck = p.ckValues(), cv = p.cvValues();   // one value, or one per layer
     o.ck.assign(ck.begin(), ck.end());
     o.cv.assign(cv.begin(), cv.end());
     o.layers = layerRange(p, layers);
     o.heads.assign(p.heads.begin(), p.heads.end());
     o.propagate = p.propagate;
-    o.ablateTo = ss(p.ablateTarget);
+    o.ablateTo = p.ablateTarget;
     return o;
 }
 
@@ -177,7 +177,7 @@ VectorsInfo describeVectors(const SteeringVectors& v, const SteeringFileInfo& in
     out.perPosition = v.perPosition();
     for (int l = 0; l < v.numLayers(); ++l) out.layersWithVectors += v.hasLayer(l) ? 1 : 0;
     out.modelName = qs(info.modelName);
-    out.suggestedOperator = qs(info.operatorName);
+    out.suggestedOperator = info.op;
     for (double c : info.ck) out.suggestedCk.push_back(c);
     for (double c : info.cv) out.suggestedCv.push_back(c);
     for (int l : info.layers) out.suggestedLayers.push_back(l);

@@ -313,7 +313,7 @@ void Worker::run(const RunRequest& req) {
         // sets every choice, so no vector-file suggestion fills in (they were offered in the panel
         // when the file was imported): the file info passed is empty.
         const PlanOptions options = planOptions(req.plan, model.config().text.numLayers);
-        const SteeringVectors* vectors = operatorNeedsVectors(parseOperator(options.op)) && d->vectors ? &*d->vectors : nullptr;
+        const SteeringVectors* vectors = operatorNeedsVectors(*options.op) && d->vectors ? &*d->vectors : nullptr;
         const SteeringPlan plan =
             makePlan(options, vectors, SteeringFileInfo(), gridTensor(req.strength), prompt.span, model.config().text.numLayers);
         if (!d->session) d->session = std::make_unique<Session>(d->model);

@@ -94,11 +94,8 @@ void Worker::runAtlas(const AtlasRequest& req) {
         const Session& session = *d->session;
         PlanOptions options = planOptions(req.plan, layers);
         options.layers = std::vector<int>();   // each setting chooses its layers
-        const bool needsVectors = operatorNeedsVectors(parseOperator(options.op));
-        if (needsVectors && !d->vectors)
-            throw kvsteer::Error("the '" + options.op + "' operator needs steering vectors: compute or import them in the Steering panel");
         const SteeringPlan base =
-            makePlan(options, needsVectors ? &*d->vectors : nullptr, SteeringFileInfo(), gridTensor(req.strength), prompt.span, layers);
+            makePlan(options, d->vectorsRequiredBy(*options.op), SteeringFileInfo(), gridTensor(req.strength), prompt.span, layers);
 
         std::vector<LayerRange> rows;
         for (const QString& r : req.layerRanges) rows.push_back(parseLayerRange(ss(r.trimmed()), layers));

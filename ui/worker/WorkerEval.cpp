@@ -23,9 +23,9 @@ std::string steeringHash(const EvalRequest& r, const QByteArray& vectors) {
     QCryptographicHash h(QCryptographicHash::Sha256);
     const PlanSettings& p = r.plan;
     h.addData(QStringLiteral("%1|%2|%3|%4|%5|%6|%7|%8|%9")
-                  .arg(p.op)
+                  .arg(operatorText(p.op))
                   .arg(p.propagate)
-                  .arg(p.ablateTarget)
+                  .arg(ablateTargetText(p.ablateTarget))
                   .arg(p.ck)
                   .arg(p.cv)
                   .arg(p.layerFrom)
@@ -101,10 +101,7 @@ void Worker::runEval(const EvalRequest& req) {
         const EvalDataset dataset = loadEvalDataset(ss(req.dataset), "", false);
         EvalSteering steering;
         steering.plan = planOptions(req.plan, model.config().text.numLayers);
-        const bool needsVectors = operatorNeedsVectors(parseOperator(steering.plan.op));
-        if (needsVectors && !d->vectors)
-            throw kvsteer::Error("the '" + steering.plan.op + "' operator needs steering vectors: compute or import them in the Steering panel");
-        steering.vectors = needsVectors ? &*d->vectors : nullptr;
+        steering.vectors = d->vectorsRequiredBy(*steering.plan.op);
         if (!req.itemRegions) steering.strength = gridTensor(req.strength);
         EvalOptions options;
         options.metric = parseEvalMetric(ss(req.metric));

@@ -61,6 +61,15 @@ struct Worker::State {
     mutable std::mutex heatmapMutex;
     HeatmapSettings heatmap;
 
+    // The held vectors for the atlas or a dataset run with `op`: null when `op` needs none. Unlike
+    // a single run (which shows both answers unsteered), these refuse to run without them.
+    const SteeringVectors* vectorsRequiredBy(SteeringOperator op) const {
+        if (!operatorNeedsVectors(op)) return nullptr;
+        if (!vectors)
+            throw Error("the '" + operatorName(op) + "' operator needs steering vectors: compute or import them in the Steering panel");
+        return &*vectors;
+    }
+
     HeatmapSettings heatmapSettings() const {
         std::lock_guard<std::mutex> lock(heatmapMutex);
         return heatmap;

@@ -183,7 +183,7 @@ void Worker::exportVectors(const QString& path, const PlanSettings& plan, const 
         SteeringFileInfo info = d->vectorsFile;
         info.modelName = d->model->config().name;
         info.configHash = d->model->config().configHash;
-        info.operatorName = ss(plan.op);
+        info.op = plan.op;
         const QVector<double> ck = plan.ckValues(), cv = plan.cvValues();   // the file suggests what runs
         info.ck.assign(ck.begin(), ck.end());
         info.cv.assign(cv.begin(), cv.end());
