@@ -16,6 +16,7 @@
 #include "eval/EvalRun.h"
 #include "eval/PairedStatistics.h"
 #include "eval/Scoring.h"
+#include "eval/ShardMerge.h"
 #include "io/Base64.h"
 #include "io/FolderLock.h"
 #include "io/Image.h"
@@ -491,6 +492,42 @@ private slots:
         const FolderLock again(out);                  // and free again
     }
 
+    // What eval-merge and study-merge share, on shard folders written by hand: a shard is complete
+    // with its skipped items counted (not the dataset's bad lines, which no shard was given), each
+    // line stands for 1/linesPerItem of an item, and the shards' times add up.
+    void shardLinesCountSkippedItemsNotBadLines() {
+        const std::string a = path("gather/a"), b = path("gather/b");
+        for (const std::string& d : {a, b}) std::filesystem::create_directories(d);
+        auto line = [](const std::string& id, int plan) { return "{\"id\": \"" + id + "\", \"plan\": " + std::to_string(plan) + "}\n"; };
+        writeText(a + "/items.jsonl", line("x", 0) + line("x", 1) + line("y", 0) + line("y", 1));
+        writeText(a + "/skipped.jsonl", "{\"id\": \"\", \"line\": 7, \"error\": \"bad line\"}\n");
+        writeText(a + "/runs.jsonl", "{\"seconds\": 2.0, \"items\": 2}\n");
+        writeText(b + "/items.jsonl", line("z", 0) + line("z", 1));
+        writeText(b + "/skipped.jsonl", "{\"id\": \"w\", \"line\": 3, \"error\": \"image unreadable\"}\n");
+        writeText(b + "/runs.jsonl", "{\"seconds\": 1.0, \"items\": 1}\n");
+        ShardLineRules rules;
+        rules.linesPerItem = 2;
+        rules.key = [](const json& l) { return l.at("id").get<std::string>() + "#" + std::to_string(l.at("plan").get<int>()); };
+        rules.shardOf = [](const json& l) { return l.at("id") == "z" ? 1 : 0; };
+        const ShardLines all = gatherShardLines("merge", {{a, 0, 2}, {b, 1, 2}}, 2, rules);   // b: z done, w skipped
+        QCOMPARE(all.lines.size(), size_t(6));
+        QCOMPARE(all.skipped.size(), size_t(2));
+        QCOMPARE(all.timings.seconds, 3.0);
+        QCOMPARE(all.timings.itemsTimed, int64_t(3));
+        QCOMPARE(all.timings.perShard[1].at("items").get<int64_t>(), int64_t(1));
+        // a's bad line is not an item it was given: with three items it is one short.
+        const std::string short1 = errorOf([&] { gatherShardLines("merge", {{a, 0, 3}, {b, 1, 2}}, 2, rules); });
+        QVERIFY2(short1.find("merge: " + a + " is not complete (4 of 6 item lines)") != std::string::npos, short1.c_str());
+        const std::string twice = errorOf([&] { gatherShardLines("merge", {{a, 0, 2}, {b, 0, 2}}, 2, rules); });
+        QVERIFY2(twice.find("merge: shard 0 is given twice (" + a + " and " + b + ")") != std::string::npos, twice.c_str());
+        writeText(b + "/items.jsonl", line("z", 0) + line("z", 1) + line("x", 1));
+        const std::string both = errorOf([&] { gatherShardLines("merge", {{a, 0, 2}, {b, 1, 2}}, 3, rules); });
+        QVERIFY2(both.find("shard 2/3 is missing") != std::string::npos, both.c_str());
+        QVERIFY2(both.find("item \"x#1\" is in " + a + "/items.jsonl line 2 and in " + b + "/items.jsonl line 3; an item belongs to one shard only (this one to shard 0/3)") !=
+                     std::string::npos,
+                 both.c_str());
+    }
+
     // An id on two lines of items.jsonl (two runs at once) is refused, naming the file, the id and
     // both lines; the same id in two shard folders is refused by eval-merge the same way.
     void duplicateIdsAreRefused() {
@@ -524,7 +561,7 @@ private slots:
         QCOMPARE(m.exitCode, 1);
         const std::string firstId = json::parse(first).at("id").get<std::string>();
         const std::string both = "item \"" + firstId + "\" is in " + shards[0] + "/items.jsonl line 1 and in " + shards[1] + "/items.jsonl line " +
-                                 std::to_string(shard1Lines + 1) + "; an id belongs to one shard only (this one to shard 0/2)";
+                                 std::to_string(shard1Lines + 1) + "; an item belongs to one shard only (this one to shard 0/2)";
         QVERIFY2(m.err.find(both) != std::string::npos, m.err.c_str());
         QVERIFY(!std::filesystem::exists(merged));   // refused before anything is written
 

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "eval/PairedStatistics.h"
+#include "eval/ShardMerge.h"
 #include "io/FolderLock.h"
 #include "io/TextFile.h"
 
@@ -285,10 +286,21 @@ ItemWriter::~ItemWriter() {
     if (skipped_) std::fclose(skipped_);
 }
 
-void ItemWriter::write(const json& line) {
-    const std::string s = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    if (std::fwrite(s.data(), 1, s.size(), items_) != s.size() || std::fflush(items_) != 0 || ::fsync(fileno(items_)) != 0)
+namespace {
+
+void appendFlushed(std::FILE* f, const std::string& text) {
+    if (std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fflush(f) != 0 || ::fsync(fileno(f)) != 0)
         throw Error("cannot append to items.jsonl");
+}
+
+} // namespace
+
+void ItemWriter::write(const json& line) { appendFlushed(items_, line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"); }
+
+void ItemWriter::writeTogether(const std::vector<ordered_json>& lines) {
+    std::string text;
+    for (const ordered_json& l : lines) text += l.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    appendFlushed(items_, text);
 }
 
 void ItemWriter::skipped(const std::string& id, int line, const std::string& error) {
@@ -429,54 +441,20 @@ RunTimings readRunTimings(const std::string& dir) {
 
 ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::string& out) {
     if (shardDirs.empty()) throw Error("eval-merge: no shard folders");
-    std::vector<RunIdentity> ids;
-    for (const std::string& d : shardDirs) ids.push_back(readRunIdentity(d));
-    const RunIdentity& first = ids.front();
-    std::map<int, std::string> byShard;
-    for (size_t i = 0; i < ids.size(); ++i) {
-        const std::vector<std::string> d = differences(first, ids[i], false);
-        if (!d.empty()) throw Error("eval-merge: " + shardDirs[i] + " is not a shard of the same run as " + shardDirs[0] + ": " + joinedProblems(d));
-        if (!byShard.emplace(ids[i].shardIndex, shardDirs[i]).second)
-            throw Error("eval-merge: shard " + std::to_string(ids[i].shardIndex) + " is given twice (" + byShard[ids[i].shardIndex] + " and " +
-                        shardDirs[i] + ")");
+    std::vector<ShardFolder> shards;
+    const RunIdentity first = readRunIdentity(shardDirs.front());
+    for (const std::string& dir : shardDirs) {
+        const RunIdentity id = readRunIdentity(dir);
+        const std::vector<std::string> d = differences(first, id, false);
+        if (!d.empty()) throw Error("eval-merge: " + dir + " is not a shard of the same run as " + shardDirs[0] + ": " + joinedProblems(d));
+        shards.push_back({dir, id.shardIndex, id.shardItems});
     }
-    std::vector<std::string> problems;
-    for (int k = 0; k < first.shardCount; ++k)
-        if (!byShard.count(k)) problems.push_back("shard " + std::to_string(k) + "/" + std::to_string(first.shardCount) + " is missing");
-    std::vector<json> items, skipped;
-    std::map<std::string, std::string> seen;   // id -> "its file, line N"
-    RunTimings timings;
-    ordered_json perShard = ordered_json::array();
-    for (size_t i = 0; i < shardDirs.size(); ++i) {
-        // Read only: a shard folder is another run's, which may still be writing it.
-        const std::vector<json> done = readDoneItems(shardDirs[i], false);
-        if (int64_t(done.size()) < ids[i].shardItems)
-            problems.push_back(shardDirs[i] + " is not complete (" + std::to_string(done.size()) + " of " + std::to_string(ids[i].shardItems) +
-                               " items)");
-        for (size_t k = 0; k < done.size(); ++k) {
-            const std::string id = done[k].at("id").get<std::string>();
-            const std::string where = (fs::path(shardDirs[i]) / "items.jsonl").string() + " line " + std::to_string(k + 1);
-            const auto [it, fresh] = seen.emplace(id, where);
-            if (!fresh)
-                problems.push_back("item \"" + id + "\" is in " + it->second + " and in " + where + "; an id belongs to one shard only (this one to shard " +
-                                   std::to_string(stableHash(id) % uint64_t(first.shardCount)) + "/" + std::to_string(first.shardCount) +
-                                   "): remove it from the other folder, or rerun that shard into a new folder");
-            items.push_back(done[k]);
-        }
-        for (const json& s : readSkipped(shardDirs[i])) skipped.push_back(s);
-        const std::string summaryPath = (fs::path(shardDirs[i]) / "summary.json").string();
-        // Added up: whether the shards ran side by side or one after another is not known here.
-        const RunTimings t = readRunTimings(shardDirs[i]);
-        timings.seconds += t.seconds;
-        timings.prefillMs += t.prefillMs;
-        timings.decodeMs += t.decodeMs;
-        timings.itemsTimed += t.itemsTimed;
-        perShard.push_back({{"shard", ids[i].shardIndex}, {"folder", shardDirs[i]}, {"items", int64_t(done.size())}, {"seconds", t.seconds},
-                            {"items_per_s", t.seconds > 0 ? double(t.itemsTimed) / t.seconds : 0.0}});
-    }
-    if (!problems.empty()) throw Error("eval-merge: " + joinedProblems(problems));
+    ShardLineRules rules;
+    rules.key = [](const json& line) { return line.at("id").get<std::string>(); };
+    rules.shardOf = [&](const json& line) { return int(stableHash(line.at("id").get<std::string>()) % uint64_t(first.shardCount)); };
+    ShardLines all = gatherShardLines("eval-merge", shards, first.shardCount, rules);
+    std::vector<json>& items = all.lines;
     std::sort(items.begin(), items.end(), [](const json& a, const json& b) { return a.at("index").get<int64_t>() < b.at("index").get<int64_t>(); });
-    timings.perShard = perShard;
     RunIdentity merged = first;
     merged.shardIndex = 0;
     merged.shardCount = 1;
@@ -486,7 +464,7 @@ ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::s
     std::string lines;
     for (const json& item : items) lines += item.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     writeTextAtomically((fs::path(out) / "items.jsonl").string(), lines);
-    const ordered_json summary = summarize(merged, items, timings, skipped);
+    const ordered_json summary = summarize(merged, items, all.timings, all.skipped);
     writeSummaryFiles(out, summary);
     return summary;
 }

@@ -71,6 +71,9 @@ public:
     ItemWriter(const ItemWriter&) = delete;
     ItemWriter& operator=(const ItemWriter&) = delete;
     void write(const nlohmann::json& line);
+    // Lines that stand or fall together (a study item's plans) in one write: a killed run leaves
+    // them all, or a torn last line that readDoneItems drops.
+    void writeTogether(const std::vector<nlohmann::ordered_json>& lines);
     void skipped(const std::string& id, int line, const std::string& error);
 
 private:

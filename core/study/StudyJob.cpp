@@ -3,14 +3,13 @@
 #include "Error.h"
 #include "eval/Chair.h"
 #include "eval/EvalReport.h"
+#include "eval/ShardMerge.h"
 #include "io/FolderLock.h"
 #include "io/TextFile.h"
 #include "models/Model.h"
 #include "steer/Atlas.h"
 #include "study/StudyFiles.h"
 #include "study/StudySummary.h"
-
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -56,6 +55,13 @@ std::vector<std::string> differences(const json& there, const json& here, const 
     return d;
 }
 
+// The shard of an item: by its image's file name (a text item's by its id), so an image's questions
+// and plans share one shard and its prefix is computed once.
+int shardOfImage(const std::string& image, const std::string& id, int shardCount) {
+    const std::string key = image.empty() ? id : fs::path(image).filename().string();
+    return int(stableHash(key) % uint64_t(shardCount));
+}
+
 // What two runs of one study may differ in: where the files were (the hashes say what they held)
 // and the version that wrote them.
 const std::set<std::string> kWhereabouts = {"kvsteer_version", "suite.path", "model.directory"};
@@ -98,17 +104,6 @@ ordered_json studyItemJson(const EvalItemResult& r, const StudyDataset& set, con
         j["target_logprob"] = {{"unsteered", numberOrNull(r.targetLogProbUnsteered)}, {"steered", numberOrNull(r.targetLogProbSteered)}};
     j["timings"] = {{"prefix_reused", r.prefixReused}, {"prefill_ms", r.prefillMs}, {"edit_ms", r.editMs}, {"decode_ms", r.decodeMs}};
     return j;
-}
-
-// Appends an item's lines (all its plans) in one write, flushed to disk.
-void appendLines(const std::string& dir, const std::vector<ordered_json>& lines) {
-    std::string text;
-    for (const ordered_json& l : lines) text += l.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    std::FILE* f = std::fopen((fs::path(dir) / "items.jsonl").c_str(), "ab");
-    if (!f) throw Error("output folder " + dir + ": cannot append to items.jsonl");
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-    std::fclose(f);
-    if (!ok) throw Error("output folder " + dir + ": cannot append to items.jsonl");
 }
 
 // The folder's items with all `planCount` lines; lines of an item left incomplete by a killed
@@ -164,20 +159,10 @@ std::vector<json> readPlans(const std::string& dir) {
     return plans;
 }
 
-void writeStudySkipped(const std::string& dir, const std::string& id, int line, const std::string& error) {
-    const std::string s = ordered_json{{"id", id}, {"line", line}, {"error", error}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    std::FILE* f = std::fopen((fs::path(dir) / "skipped.jsonl").c_str(), "ab");
-    if (!f) return;
-    std::fwrite(s.data(), 1, s.size(), f);
-    std::fclose(f);
-}
-
 } // namespace
 
 bool inStudyShard(const EvalItem& item, int shardIndex, int shardCount) {
-    if (shardCount <= 1) return true;
-    const std::string key = item.image.empty() ? item.id : fs::path(item.image).filename().string();
-    return int(stableHash(key) % uint64_t(shardCount)) == shardIndex;
+    return shardCount <= 1 || shardOfImage(item.image, item.id, shardCount) == shardIndex;
 }
 
 ordered_json studyIdentity(const StudyJob& job, const Model& model, const EvalOptions& options, int64_t shardItems) {
@@ -216,9 +201,10 @@ StudyJobResult runStudyJob(const std::shared_ptr<const Model>& model, const Stud
     for (const json& l : readCompleteItems(job.outDir, job.plans.size())) done.insert(itemKey(l.at("dataset"), l.at("id")));
     const std::vector<json> skippedBefore = readSkipped(job.outDir);
     for (const json& s : skippedBefore) done.insert(s.value("id", ""));
+    ItemWriter writer(job.outDir);   // opened after readCompleteItems, which may rewrite items.jsonl
     if (done.empty())   // a fresh start: the sets' bad lines (--skip-bad) are recorded once
         for (const StudyDataset& d : job.suite->datasets)
-            for (const BadLine& b : d.data.bad) writeStudySkipped(job.outDir, "", b.line, b.error);
+            for (const BadLine& b : d.data.bad) writer.skipped("", b.line, b.error);
     std::vector<const EvalItem*> remaining;
     for (const EvalItem* item : items)
         if (!done.count(itemKey(setOf.at(item)->name, item->id))) remaining.push_back(item);
@@ -240,12 +226,12 @@ StudyJobResult runStudyJob(const std::shared_ptr<const Model>& model, const Stud
         const StudyDataset& set = *setOf.at(r.item);
         pending.push_back(studyItemJson(r, set, job.plans[size_t(r.plan)]));
         if (pending.size() < job.plans.size()) return;
-        appendLines(job.outDir, pending);
+        writer.writeTogether(pending);
         pending.clear();
         if (callbacks.onItem) callbacks.onItem();
     };
     run.onSkipped = [&](const EvalItem& item, const std::string& error) {
-        writeStudySkipped(job.outDir, itemKey(setOf.at(&item)->name, item.id), item.line, error);
+        writer.skipped(itemKey(setOf.at(&item)->name, item.id), item.line, error);
         if (callbacks.onSkipped) callbacks.onSkipped(item, error);
     };
     run.stopRequested = callbacks.stopRequested;
@@ -271,49 +257,27 @@ ordered_json mergeStudyShards(const std::vector<std::string>& shardDirs, const s
     }
     const json& first = ids.front();
     const int count = first.at("shard").at("count").get<int>();
-    std::vector<std::string> problems;
-    std::map<int, std::string> byShard;
-    std::vector<json> items, skipped;
-    std::map<std::string, std::string> seen;   // line key -> its folder
-    RunTimings timings;
-    ordered_json perShard = ordered_json::array();
-    const std::vector<json> plans = readPlans(shardDirs.front());
+    std::set<std::string> ignored = kWhereabouts;
+    ignored.insert({"shard.index", "shard.items"});
+    std::vector<ShardFolder> shards;
     for (size_t i = 0; i < shardDirs.size(); ++i) {
-        std::set<std::string> ignored = kWhereabouts;
-        ignored.insert({"shard.index", "shard.items"});
         const std::vector<std::string> d = differences(first, ids[i], ignored);
         if (!d.empty()) throw Error("study-merge: " + shardDirs[i] + " is not a shard of the same study as " + shardDirs[0] + ": " + joinedProblems(d));
-        const int k = ids[i].at("shard").at("index").get<int>();
-        if (!byShard.emplace(k, shardDirs[i]).second)
-            throw Error("study-merge: shard " + std::to_string(k) + " is given twice (" + byShard[k] + " and " + shardDirs[i] + ")");
-        const std::vector<json> done = readDoneItems(shardDirs[i], false, lineKey);
-        const int64_t want = ids[i].at("shard").at("items").get<int64_t>() * int64_t(plans.size());
-        const int64_t skippedHere = int64_t(readSkipped(shardDirs[i]).size());
-        if (int64_t(done.size()) + skippedHere * int64_t(plans.size()) < want)
-            problems.push_back(shardDirs[i] + " is not complete (" + std::to_string(done.size()) + " of " + std::to_string(want) + " item lines)");
-        for (const json& l : done) {
-            const auto [it, fresh] = seen.emplace(lineKey(l), shardDirs[i]);
-            if (!fresh) problems.push_back("item line " + lineKey(l) + " is in " + it->second + " and in " + shardDirs[i]);
-            items.push_back(l);
-        }
-        for (const json& s : readSkipped(shardDirs[i])) skipped.push_back(s);
-        const RunTimings t = readRunTimings(shardDirs[i]);
-        timings.seconds += t.seconds;
-        timings.prefillMs += t.prefillMs;
-        timings.decodeMs += t.decodeMs;
-        timings.itemsTimed += t.itemsTimed;
-        perShard.push_back({{"shard", k}, {"folder", shardDirs[i]}, {"seconds", t.seconds}, {"items_timed", t.itemsTimed}});
+        shards.push_back({shardDirs[i], ids[i].at("shard").at("index").get<int>(), ids[i].at("shard").at("items").get<int64_t>()});
     }
-    for (int k = 0; k < count; ++k)
-        if (!byShard.count(k)) problems.push_back("shard " + std::to_string(k) + "/" + std::to_string(count) + " is missing");
-    if (!problems.empty()) throw Error("study-merge: " + joinedProblems(problems));
-    timings.perShard = perShard;
+    const std::vector<json> plans = readPlans(shardDirs.front());
+    ShardLineRules rules;
+    rules.linesPerItem = int(plans.size());
+    rules.key = lineKey;
+    rules.shardOf = [&](const json& line) { return shardOfImage(line.at("image").get<std::string>(), line.at("id").get<std::string>(), count); };
+    const ShardLines all = gatherShardLines("study-merge", shards, count, rules);
+    const std::vector<json>& items = all.lines;
     json merged = first;
     merged["shard"] = {{"index", 0}, {"count", 1}, {"items", int64_t(items.size() / std::max<size_t>(1, plans.size()))}};
     const FolderLock lock(out);
     std::string planLines, itemLines;
     for (const json& p : plans) planLines += p.dump() + "\n";
-    const ordered_json summary = summarizeStudy(merged, plans, items, timings, skipped);
+    const ordered_json summary = summarizeStudy(merged, plans, items, all.timings, all.skipped);
     for (const json& l : sortedStudyLines(merged, items)) itemLines += l.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     writeTextAtomically((fs::path(out) / "study.json").string(), merged.dump(2) + "\n");
     writeTextAtomically((fs::path(out) / "plans.jsonl").string(), planLines);
