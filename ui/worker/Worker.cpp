@@ -88,23 +88,6 @@ RunStarted describeStart(quint64 runId, const SteeredRunStart& start, const Stee
     return r;
 }
 
-// The core's view index for the studio's choice: -1, or a view the span does not have (a plain
-// grid), is the span's grid.
-size_t spanView(const VisualSpan& span, int view) { return view >= 0 && size_t(view) < viewCount(span) ? size_t(view) : kSpanGrid; }
-
-void setView(HeatmapData& h, const VisualSpan& span, int view) {
-    const size_t v = spanView(span, view);
-    h.view = v == kSpanGrid || v + 1 == viewCount(span) ? -1 : int(v);
-    if (span.hasViews()) h.viewName = qs(viewName(span, v == kSpanGrid ? viewCount(span) - 1 : v));
-}
-
-void setMaps(HeatmapData& h, const at::Tensor& maps) {
-    h.layers = int(maps.size(0));
-    h.rows = int(maps.size(1));
-    h.cols = int(maps.size(2));
-    h.values = toVector(maps);
-}
-
 } // namespace
 
 QStringList Worker::computeReport() {
@@ -133,11 +116,6 @@ void Worker::cancelRunsBefore(quint64 id) {
 }
 
 int Worker::stepsCompleted() const { return d->steps.load(); }
-
-void Worker::setHeatmapSettings(const HeatmapSettings& settings) {
-    std::lock_guard<std::mutex> lock(d->heatmapMutex);
-    d->heatmap = settings;
-}
 
 // ---- model ----------------------------------------------------------------------------------
 
@@ -323,21 +301,8 @@ void Worker::run(const RunRequest& req) {
         }
         d->clearAttention();
         const Tokenizer& tok = model.tokenizer();
-        const int64_t kvHeads = model.config().text.numKvHeads;
         int budget = 0;
         bool started = false;
-        // Each stream's attention at its last step: a stream that ended has left the batch.
-        auto keepAttention = [&](const PairEvent& ev, const QString tokens[2]) {
-            for (size_t i = 0; i < ev.rows->size(); ++i) {
-                const int64_t stream = (*ev.rows)[i];
-                if ((stream == 0 ? ev.unsteered : ev.steered).id < 0) continue;
-                StreamAttention& a = d->attention[stream];
-                a.layers.clear();
-                for (const at::Tensor& l : *ev.attention) a.layers.push_back(l.narrow(0, int64_t(i), 1).to(at::kCPU, true).clone());
-                a.step = ev.step;
-                a.token = tokens[stream];
-            }
-        };
 
         SteeredRunCallbacks callbacks;
         // A newer run (or Stop) ends this one between prefill layers and decode steps.
@@ -359,25 +324,7 @@ void Worker::run(const RunRequest& req) {
             pair.steered = streamToken(ev.steered, tok);
             d->steps = ev.step + 1;
             Q_EMIT tokenPair(pair);
-            if (ev.attention) {
-                const QString tokens[2] = {pair.unsteered.valid() ? readablePiece(tok, pair.unsteered.id) : QString(),
-                                           pair.steered.valid() ? readablePiece(tok, pair.steered.id) : QString()};
-                keepAttention(ev, tokens);
-            }
-            const HeatmapSettings hs = d->heatmapSettings();
-            const StreamAttention& shown = d->attention[hs.steeredRow ? 1 : 0];
-            if (ev.attention && hs.metric == Metric::Attention && shown.step == ev.step) {
-                HeatmapData h;
-                h.runId = req.id;
-                h.metric = hs.metric;
-                h.head = hs.head;
-                h.steeredRow = hs.steeredRow;
-                h.step = ev.step;
-                h.token = shown.token;
-                setView(h, prompt.span, hs.view);
-                setMaps(h, attentionHeatmaps(shown.layers, prompt.span, kvHeads, hs.head, 0, spanView(prompt.span, hs.view)));
-                Q_EMIT heatmapReady(h);
-            }
+            if (ev.attention) keepStepAttention(req.id, ev, pair, prompt.span);
             Q_EMIT progress(tr("Decoding… %1 / %2").arg(ev.step + 1).arg(budget), ev.step + 1, budget);
         };
         GenerationOptions g = generationOptions(req.generation);
@@ -399,34 +346,6 @@ void Worker::run(const RunRequest& req) {
     } catch (...) {
         Q_EMIT idle();
         Q_EMIT runFailed(req.id, describeFailure(stage, std::current_exception()));
-    }
-}
-
-void Worker::requestHeatmap() {
-    const HeatmapSettings hs = d->heatmapSettings();
-    if (!d->session || !d->steered) return;
-    try {
-        c10::NoGradGuard noGrad;
-        const KVCache& base = d->session->snapshot();
-        const KVCache& edited = d->steered->cache;
-        HeatmapData h;
-        h.runId = d->lastRunId;
-        h.metric = hs.metric;
-        h.head = hs.head;
-        h.steeredRow = hs.steeredRow;
-        const StreamAttention& attention = d->attention[hs.steeredRow ? 1 : 0];
-        setView(h, base.visualSpan, hs.view);
-        const at::Tensor maps = runHeatmaps(hs.metric, base, edited, hs.steeredRow, d->vectors ? &*d->vectors : nullptr,
-                                            attention.layers, d->model->config().text.numKvHeads, hs.head, spanView(base.visualSpan, hs.view));
-        if (!maps.defined()) return;   // attention before the first decode step
-        if (hs.metric == Metric::Attention) {
-            h.step = attention.step;
-            h.token = attention.token;
-        }
-        setMaps(h, maps);
-        Q_EMIT heatmapReady(h);
-    } catch (...) {
-        Q_EMIT heatmapFailed(describeFailure(tr("computing the heatmap"), std::current_exception()));
     }
 }
 

@@ -24,8 +24,10 @@
 #include <memory>
 
 namespace kvsteer {
+struct PairEvent;
 struct SteeringVectors;
 struct SteeringFileInfo;
+struct VisualSpan;
 } // namespace kvsteer
 
 namespace kvsteer::ui {
@@ -125,6 +127,10 @@ private:
     // Keeps `vectors` (and the file info they came with) as the ones runs use; what the UI is told.
     VectorsInfo holdVectors(kvsteer::SteeringVectors vectors, const kvsteer::SteeringFileInfo& file, const QByteArray& blob,
                             const QString& origin, bool fromFile);
+
+    // A decode step's attention (WorkerHeatmaps.cpp): kept per stream for the heatmaps, and shown
+    // at once when the attention heatmap is on.
+    void keepStepAttention(quint64 runId, const kvsteer::PairEvent& ev, const TokenPair& pair, const kvsteer::VisualSpan& span);
 
     struct State;
     std::unique_ptr<State> d;

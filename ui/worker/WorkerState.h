@@ -1,7 +1,8 @@
 #pragma once
 // The Worker's private state: the model, the image, the kept prefill and the last steered cache,
-// the held vectors, and the thread-safe flags the UI thread sets. Shared by Worker.cpp (model,
-// image, runs, heatmaps) and WorkerVectors.cpp (vectors and masks); nothing else includes it.
+// the held vectors, and the thread-safe flags the UI thread sets. Shared by the Worker's files
+// (Worker.cpp: model, image, runs; WorkerHeatmaps.cpp; WorkerVectors.cpp: vectors and masks;
+// WorkerAtlas, WorkerEval, WorkerStudy); nothing else includes it.
 #include "generate/Session.h"
 #include "models/ModelRegistry.h"
 #include "steer/SteeringPlan.h"
