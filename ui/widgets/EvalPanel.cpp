@@ -3,15 +3,7 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
-#include <QFileInfo>
-#include <QFormLayout>
-#include <QHBoxLayout>
 #include <QHeaderView>
-#include <QLabel>
-#include <QLineEdit>
-#include <QProgressBar>
-#include <QPushButton>
-#include <QSpinBox>
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -35,48 +27,20 @@ bool passes(const EvalItemRow& r, int filter) {
 EvalPanel::EvalPanel(QWidget* parent) : QWidget(parent) {
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(6, 4, 6, 4);
-    auto* form = new QFormLayout;
-    form->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
-    auto* pick = new QHBoxLayout;
-    dataset_ = new QLineEdit(this);
-    dataset_->setPlaceholderText(tr("a JSONL file: POPE's format or id/image/question/answer"));
-    auto* browse = new QPushButton(tr("Browse…"), this);
-    pick->addWidget(dataset_, 1);
-    pick->addWidget(browse);
-    form->addRow(tr("Dataset"), pick);
-    outDir_ = new QLineEdit(this);
-    outDir_->setToolTip(tr("Where items.jsonl and the summary go. The same folder continues a stopped run."));
-    form->addRow(tr("Results"), outDir_);
+    form_ = new JobForm({tr("Dataset"), tr("a JSONL file: POPE's format or id/image/question/answer"),
+                         tr("Where items.jsonl and the summary go. The same folder continues a stopped run."), QStringLiteral(".eval"),
+                         tr("Evaluate"), tr("Answer every item unsteered and steered with the Steering panel's plan"), 8},
+                        this);
+    v->addWidget(form_);
     regions_ = new QComboBox(this);
     regions_->addItem(tr("Each item's box or mask"));
     regions_->addItem(tr("The painted map, for every item"));
     regions_->setToolTip(tr("Which cells to steer. An item without a box or mask gets the vector file's mask, else every cell."));
-    form->addRow(tr("Cells"), regions_);
+    form_->addRow(tr("Cells"), regions_);
     metric_ = new QComboBox(this);
     for (const char* m : {"pope", "exact", "contains"}) metric_->addItem(QString::fromLatin1(m));
     metric_->setToolTip(tr("pope: yes/no read as POPE reads it; exact / contains: against the item's answers"));
-    form->addRow(tr("Metric"), metric_);
-    tokens_ = new QSpinBox(this);
-    tokens_->setRange(1, 256);
-    tokens_->setValue(8);
-    form->addRow(tr("Max tokens"), tokens_);
-    v->addLayout(form);
-
-    auto* buttons = new QHBoxLayout;
-    evaluate_ = new QPushButton(tr("Evaluate"), this);
-    evaluate_->setToolTip(tr("Answer every item unsteered and steered with the Steering panel's plan"));
-    stop_ = new QPushButton(tr("Stop"), this);
-    stop_->setEnabled(false);
-    progress_ = new QProgressBar(this);
-    progress_->setRange(0, 1);
-    progress_->setValue(0);
-    buttons->addWidget(evaluate_);
-    buttons->addWidget(stop_);
-    buttons->addWidget(progress_, 1);
-    v->addLayout(buttons);
-    status_ = new QLabel(this);
-    status_->setWordWrap(true);
-    v->addWidget(status_);
+    form_->addRow(tr("Metric"), metric_);
 
     plot_ = new QCustomPlot(this);
     plot_->setMinimumHeight(240);
@@ -102,9 +66,9 @@ EvalPanel::EvalPanel(QWidget* parent) : QWidget(parent) {
     table_->setMinimumHeight(150);   // a few rows, however short the dock: the tab scrolls instead
     v->addWidget(table_, 1);
 
-    connect(browse, &QPushButton::clicked, this, &EvalPanel::browseRequested);
-    connect(evaluate_, &QPushButton::clicked, this, &EvalPanel::evaluateRequested);
-    connect(stop_, &QPushButton::clicked, this, &EvalPanel::stopRequested);
+    connect(form_, &JobForm::browseRequested, this, &EvalPanel::browseRequested);
+    connect(form_, &JobForm::runRequested, this, &EvalPanel::evaluateRequested);
+    connect(form_, &JobForm::stopRequested, this, &EvalPanel::stopRequested);
     connect(filter_, &QComboBox::currentIndexChanged, this, &EvalPanel::refreshTable);
     connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
         const int index = table_->item(row, 0)->data(Qt::UserRole).toInt();
@@ -112,34 +76,8 @@ EvalPanel::EvalPanel(QWidget* parent) : QWidget(parent) {
     });
 }
 
-QString EvalPanel::dataset() const { return dataset_->text().trimmed(); }
-
-void EvalPanel::setDataset(const QString& path) {
-    dataset_->setText(path);
-    // A folder beside the dataset, unless the person chose another (a proposed one ends in .eval).
-    const QFileInfo f(path);
-    if (outDir().isEmpty() || outDir().endsWith(QLatin1String(".eval")))
-        setOutDir(f.absolutePath() + QLatin1Char('/') + f.completeBaseName() + QStringLiteral(".eval"));
-}
-
-QString EvalPanel::outDir() const { return outDir_->text().trimmed(); }
-void EvalPanel::setOutDir(const QString& dir) { outDir_->setText(dir); }
 bool EvalPanel::itemRegions() const { return regions_->currentIndex() == 0; }
 QString EvalPanel::metric() const { return metric_->currentText(); }
-int EvalPanel::maxNewTokens() const { return tokens_->value(); }
-QString EvalPanel::status() const { return status_->text(); }
-
-void EvalPanel::setRunning(bool running) {
-    evaluate_->setEnabled(!running);
-    stop_->setEnabled(running);
-}
-
-void EvalPanel::setProgress(int done, int total) {
-    progress_->setRange(0, std::max(1, total));
-    progress_->setValue(done);
-}
-
-void EvalPanel::setStatus(const QString& text) { status_->setText(text); }
 
 void EvalPanel::clearResults() {
     changed_.clear();

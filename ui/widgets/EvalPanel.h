@@ -5,17 +5,12 @@
 // difference), and a table of the items whose correctness steering changed, filterable. Settings
 // and signals only; the EvalController runs it.
 #include "types/EvalTypes.h"
+#include "widgets/JobForm.h"
 
 #include <QWidget>
 
-class QCheckBox;
 class QComboBox;
 class QCustomPlot;
-class QLabel;
-class QLineEdit;
-class QProgressBar;
-class QPushButton;
-class QSpinBox;
 class QTableWidget;
 
 namespace kvsteer::ui {
@@ -25,24 +20,24 @@ class EvalPanel : public QWidget {
 public:
     explicit EvalPanel(QWidget* parent = nullptr);
 
-    QString dataset() const;
-    void setDataset(const QString& path);      // also proposes a results folder beside it
-    QString outDir() const;
-    void setOutDir(const QString& dir);
+    QString dataset() const { return form_->input(); }
+    void setDataset(const QString& path) { form_->setInput(path); }   // also proposes a results folder beside it
+    QString outDir() const { return form_->outDir(); }
+    void setOutDir(const QString& dir) { form_->setOutDir(dir); }
     bool itemRegions() const;                  // each item's box or mask (else the painted map)
     QString metric() const;                    // pope | exact | contains
-    int maxNewTokens() const;
+    int maxNewTokens() const { return form_->maxNewTokens(); }
 
-    QPushButton* evaluateButton() const { return evaluate_; }
-    QPushButton* stopButton() const { return stop_; }
+    QPushButton* evaluateButton() const { return form_->runButton(); }
+    QPushButton* stopButton() const { return form_->stopButton(); }
     QTableWidget* table() const { return table_; }
     QComboBox* filter() const { return filter_; }
-    QProgressBar* progressBar() const { return progress_; }
-    QString status() const;
+    QProgressBar* progressBar() const { return form_->progressBar(); }
+    QString status() const { return form_->status(); }
 
-    void setRunning(bool running);
-    void setProgress(int done, int total);
-    void setStatus(const QString& text);
+    void setRunning(bool running) { form_->setRunning(running); }
+    void setProgress(int done, int total) { form_->setProgress(done, total); }
+    void setStatus(const QString& text) { form_->setStatus(text); }
     void clearResults();
     void addItem(const EvalItemRow& row);      // kept; shown when its correctness changed
     void showSummary(const EvalFinished& f);
@@ -59,15 +54,9 @@ private:
     void refreshTable();
     void fitMetricLabels();   // slanted when side by side they would overlap
 
-    QLineEdit* dataset_ = nullptr;
-    QLineEdit* outDir_ = nullptr;
+    JobForm* form_ = nullptr;              // dataset, results folder, budget, Evaluate / Stop
     QComboBox* regions_ = nullptr;
     QComboBox* metric_ = nullptr;
-    QSpinBox* tokens_ = nullptr;
-    QPushButton* evaluate_ = nullptr;
-    QPushButton* stop_ = nullptr;
-    QProgressBar* progress_ = nullptr;
-    QLabel* status_ = nullptr;
     QCustomPlot* plot_ = nullptr;
     QComboBox* filter_ = nullptr;
     QTableWidget* table_ = nullptr;

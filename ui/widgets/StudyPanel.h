@@ -7,14 +7,13 @@
 // A click on a point, or a double-click on a row, chooses that plan (planChosen). Settings and
 // signals only; the StudyController runs it.
 #include "types/StudyTypes.h"
+#include "widgets/JobForm.h"
 
 #include <QWidget>
 
-class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
-class QSpinBox;
 class QTableWidget;
 
 namespace kvsteer::ui {
@@ -28,22 +27,22 @@ public:
 
     StudySetup setup() const;
     void setSetup(const StudySetup& s);          // as saved: nothing is proposed
-    void setSuite(const QString& path);          // also proposes a study folder beside it
+    void setSuite(const QString& path) { form_->setInput(path); }   // also proposes a study folder beside it
     void proposeVectors(const QString& path);    // the steering panel's file, unless another was typed
 
-    QPushButton* studyButton() const { return study_; }
-    QPushButton* stopButton() const { return stop_; }
-    QProgressBar* progressBar() const { return progress_; }
+    QPushButton* studyButton() const { return form_->runButton(); }
+    QPushButton* stopButton() const { return form_->stopButton(); }
+    QProgressBar* progressBar() const { return form_->progressBar(); }
     FrontierPlot* plot() const { return plot_; }
     QTableWidget* table() const { return table_; }
     QLineEdit* vectorsEdit() const { return vectors_; }
     QLineEdit* cvEdit() const { return cv_; }
-    QString status() const;
+    QString status() const { return form_->status(); }
     const StudyResults& results() const { return results_; }
 
-    void setRunning(bool running);
-    void setProgress(int done, int total);
-    void setStatus(const QString& text);
+    void setRunning(bool running) { form_->setRunning(running); }
+    void setProgress(int done, int total) { form_->setProgress(done, total); }
+    void setStatus(const QString& text) { form_->setStatus(text); }
     void clearResults();
     void showResults(const StudyResults& results);
 
@@ -60,18 +59,12 @@ Q_SIGNALS:
 private:
     void selectPlanRows(int plan);
 
-    QLineEdit* suite_ = nullptr;
-    QLineEdit* outDir_ = nullptr;
+    JobForm* form_ = nullptr;                    // suite, results folder, budget, Study / Stop
     QLineEdit* vectors_ = nullptr;
     QLineEdit* operators_ = nullptr;
     QLineEdit* ck_ = nullptr;
     QLineEdit* cv_ = nullptr;
     QLineEdit* layers_ = nullptr;
-    QSpinBox* tokens_ = nullptr;
-    QPushButton* study_ = nullptr;
-    QPushButton* stop_ = nullptr;
-    QProgressBar* progress_ = nullptr;
-    QLabel* status_ = nullptr;
     FrontierPlot* plot_ = nullptr;
     QTableWidget* table_ = nullptr;
     StudyResults results_;
