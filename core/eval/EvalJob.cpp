@@ -22,6 +22,19 @@ RunIdentity runIdentity(const EvalDataset& dataset, const Model& model, const st
     return id;
 }
 
+std::vector<const EvalItem*> itemsLeftToRun(const std::string& dir, const std::vector<const EvalItem*>& items, std::set<std::string> done,
+                                            const std::function<std::string(const EvalItem&)>& keyOf, const std::vector<BadLine>& badLines,
+                                            ItemWriter& writer) {
+    const std::vector<nlohmann::json> skipped = readSkipped(dir);
+    if (done.empty() && skipped.empty())
+        for (const BadLine& b : badLines) writer.skipped("", b.line, b.error);
+    for (const auto& j : skipped) done.insert(j.value("id", ""));
+    std::vector<const EvalItem*> remaining;
+    for (const EvalItem* item : items)
+        if (!done.count(keyOf(*item))) remaining.push_back(item);
+    return remaining;
+}
+
 EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJob& job, const EvalSteering& steering,
                          const EvalOptions& options, const EvalJobCallbacks& callbacks) {
     // Held to the end, summary included: a second writer (another `kvsteer eval`, the studio's
@@ -29,16 +42,11 @@ EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJo
     const FolderLock lock(job.outDir);
     openRunDirectory(job.outDir, job.identity);
     // Continue where a stopped or killed run left off: its items (and skipped items) are done.
-    const std::vector<nlohmann::json> before = readDoneItems(job.outDir), skippedBefore = readSkipped(job.outDir);
     std::set<std::string> done;
-    for (const auto& j : before) done.insert(j.at("id").get<std::string>());
-    for (const auto& j : skippedBefore) done.insert(j.value("id", ""));
+    for (const auto& j : readDoneItems(job.outDir)) done.insert(j.at("id").get<std::string>());
     ItemWriter writer(job.outDir);
-    if (before.empty() && skippedBefore.empty())
-        for (const BadLine& b : job.badLines) writer.skipped("", b.line, b.error);
-    std::vector<const EvalItem*> remaining;
-    for (const EvalItem* item : job.items)
-        if (!done.count(item->id)) remaining.push_back(item);
+    const std::vector<const EvalItem*> remaining =
+        itemsLeftToRun(job.outDir, job.items, done, [](const EvalItem& item) { return item.id; }, job.badLines, writer);
     if (callbacks.onStart) callbacks.onStart(job.items.size(), job.items.size() - remaining.size());
 
     EvalCallbacks run;

@@ -9,6 +9,7 @@
 #include "eval/EvalRun.h"
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,13 @@ struct EvalJobResult {
 // shardItems the items it evaluates.
 RunIdentity runIdentity(const EvalDataset& dataset, const Model& model, const std::string& steeringHash, const std::string& metric,
                         int maxNewTokens, int64_t shardItems);
+
+// Where a job continues in its folder (eval's and study's): the items whose key is in `done` (their
+// lines are on disk) or among skipped.jsonl's ids are left out; a fresh folder (nothing done or
+// skipped) first records the datasets' bad lines through `writer`. Returns the items left to run.
+std::vector<const EvalItem*> itemsLeftToRun(const std::string& dir, const std::vector<const EvalItem*>& items, std::set<std::string> done,
+                                            const std::function<std::string(const EvalItem&)>& keyOf, const std::vector<BadLine>& badLines,
+                                            ItemWriter& writer);
 
 EvalJobResult runEvalJob(const std::shared_ptr<const Model>& model, const EvalJob& job, const EvalSteering& steering,
                          const EvalOptions& options, const EvalJobCallbacks& callbacks);

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "eval/Chair.h"
+#include "eval/EvalJob.h"
 #include "eval/EvalReport.h"
 #include "eval/ShardMerge.h"
 #include "io/FolderLock.h"
@@ -199,15 +200,11 @@ StudyJobResult runStudyJob(const std::shared_ptr<const Model>& model, const Stud
     openStudyDirectory(job.outDir, identity, job.plans);
     std::set<std::string> done;
     for (const json& l : readCompleteItems(job.outDir, job.plans.size())) done.insert(itemKey(l.at("dataset"), l.at("id")));
-    const std::vector<json> skippedBefore = readSkipped(job.outDir);
-    for (const json& s : skippedBefore) done.insert(s.value("id", ""));
     ItemWriter writer(job.outDir);   // opened after readCompleteItems, which may rewrite items.jsonl
-    if (done.empty())   // a fresh start: the sets' bad lines (--skip-bad) are recorded once
-        for (const StudyDataset& d : job.suite->datasets)
-            for (const BadLine& b : d.data.bad) writer.skipped("", b.line, b.error);
-    std::vector<const EvalItem*> remaining;
-    for (const EvalItem* item : items)
-        if (!done.count(itemKey(setOf.at(item)->name, item->id))) remaining.push_back(item);
+    std::vector<BadLine> badLines;   // the sets' (--skip-bad), recorded on a fresh start
+    for (const StudyDataset& d : job.suite->datasets) badLines.insert(badLines.end(), d.data.bad.begin(), d.data.bad.end());
+    const std::vector<const EvalItem*> remaining = itemsLeftToRun(
+        job.outDir, items, done, [&](const EvalItem& item) { return itemKey(setOf.at(&item)->name, item.id); }, badLines, writer);
     if (callbacks.onStart) callbacks.onStart(items.size(), items.size() - remaining.size());
 
     std::vector<EvalSteering> steerings;
