@@ -139,12 +139,9 @@ static inline int64_t argmaxByKeys(const float* values, int64_t n) {
 //
 // A tile reads R rows of W side by side, R streams at once, which the hardware prefetcher follows
 // less far ahead than one; asking for the line kWeightPrefetchBytes ahead in each row keeps the
-// loads fed. The distance was 2 KiB (against none: 1.1x for m = 1, 1.3x for m = 8 on the f16
-// 4096 x 11008 matrix); 512 streams faster still on both ISAs, 2 threads over mmap'd f16
-// weights, GB/s at 2048 -> 512: AVX-512 m = 1 24.0 -> 25.4, m = 2 22.2 -> 24.4, m = 8 11.2 -> 13.3;
-// AVX2 23.7 -> 25.6, 21.9 -> 24.5, 10.5 -> 10.4; tinyllama's 2048 columns and the 7B's 4096 alike;
-// 256 and 1024 in between or below. Prefetches never fault, so asking past the end of a row or of
-// W is harmless; the address is formed as an integer because pointer arithmetic past the end of W
+// loads fed (512 bytes streamed fastest on both ISAs: docs/benchmarks.md, "How the kernels'
+// constants were chosen"). Prefetches never fault, so asking past the end of a row or of W is
+// harmless; the address is formed as an integer because pointer arithmetic past the end of W
 // would not be.
 constexpr uintptr_t kWeightPrefetchBytes = 512;
 
@@ -153,14 +150,11 @@ constexpr uintptr_t kWeightPrefetchBytes = 512;
 // For m <= kTwoStreamMaxRows a thread reads its rows of W as two sequential streams: the first half
 // of its rows and the second half side by side, one row of each per tile, so each stream runs on
 // through consecutive rows. Neighbouring rows read side by side are 4 KiB apart for 2048 f16
-// columns (8 KiB for 4096), and on the 2-core Zen 5 VM that pattern streamed slower the fewer rows a
-// tile took: tinyllama's 88 decode matmuls (its own mmap'd tensors, 2 threads, a throwaway program
-// over the kernels, 2026-11-29) took 49-50 ms with the 8-row tile, 45 with one row at a time, 37-38
-// with two far streams (AVX2, 4-row tile: 61-66 -> 43 ms); m = 2: 50 -> 37-40 ms. Three or four
-// far streams were slower than two on AVX-512. From 3 rows up the x rows are re-read per W vector
-// and the 8-row tile stays (two streams: m = 4 68-72 against 60 ms). The line 4 KiB ahead is
-// prefetched (m = 2: 44 -> 38.5 ms; 512 and 1024 were slower); each sum keeps its one chain, so the
-// bits are those of any other tile.
+// columns (8 KiB for 4096), and that pattern streamed slower the fewer rows a tile took; two far
+// streams were the fastest, three or four slower. From 3 rows up the x rows are re-read per W
+// vector and the 8-row tile stays. The line 4 KiB ahead is prefetched (the measurements:
+// docs/benchmarks.md, "How the kernels' constants were chosen"). Each sum keeps its one chain, so
+// the bits are those of any other tile.
 constexpr int64_t kTwoStreamMaxRows = 2;
 constexpr uintptr_t kTwoStreamPrefetchBytes = 4096;
 

@@ -152,10 +152,9 @@ constexpr int64_t kMinParallelWeights = 1 << 18;   // skinny: weight elements re
 constexpr int64_t kMinParallelMacs = 1 << 20;      // panel: multiply-adds
 
 // Runs runBlock(b) for b in [0, blocks), spread over the pool when `parallel`: each thread takes
-// the next block not yet taken, so a thread slowed by a neighbour does fewer (in fixed runs,
-// OpenMP's static split, the pool thread of a 594-token prompt spent 8 % of its samples waiting for
-// the main thread at the end of the panels; perf, 2 threads). Each block is computed whole by one
-// thread, so which thread takes it never changes its bits.
+// the next block not yet taken, so a thread slowed by a neighbour does fewer (a static split left
+// one thread waiting at the end of the panels). Each block is computed whole by one thread, so
+// which thread takes it never changes its bits.
 template <class Fn>
 void forEachTakenBlock(int64_t blocks, bool parallel, const Fn& runBlock) {
     if (parallel) return forEachTaken(blocks, runBlock);
@@ -194,11 +193,9 @@ namespace {
 // Rows of a stack of weights handed out as blocks: block b of part p covers rows
 // [b * blockRows, ...) of that part. Each part is cut into one block per thread, so that a thread
 // streams one long run of each matrix (the skinny tiles read it as two streams far apart,
-// KernelTable.h). Blocks of 256 KB were used before, many per thread, so that a thread running
-// late would take fewer; with two streams they put the streams only 128 KB apart, and tinyllama's
-// decode matmuls (m = 1, 2 threads) took 47.6 ms against 44.3 with one block per thread; m = 4 and
-// 8 (the 8-row tile) gained too, 65-72 -> 60-62 and 152-170 -> 143-145 ms. A late thread still
-// takes fewer rows: the other one goes on to the next part's block.
+// KernelTable.h); many small blocks put those streams too close (docs/benchmarks.md, "How the
+// kernels' constants were chosen"). A late thread still takes fewer rows: the other one goes on to
+// the next part's block.
 int64_t skinnyBlockRows(const WeightView& w) {
     const int64_t threads = poolThreads();
     return roundUp(divUp(w.rows, threads), kRowQuantum);

@@ -57,9 +57,9 @@ constexpr int64_t kSkinnyMaxRows = 8;
 // y[r, n] = sum_k x[r, k] * W[n, k] for r < m, n < W.rows, k < W.cols.
 //   x [m, W.cols] float32, row stride xStride; y [m, W.rows] float32, row stride yStride.
 // Any m >= 1: m <= kSkinnyMaxRows uses the skinny kernel, larger m the panel kernel. Since the
-// panel kernel reads 16-bit weights in place it is the faster one above about 6 rows (tinyllama's
-// 88 decoder matmuls, 2 threads, AMD EPYC VM: 173 against 132 ms at 9 rows, 169 against 130 at
-// 8); the limit stays at 8, the skinny kernel's pass. Either kernel gives a row the same bits.
+// panel kernel reads 16-bit weights in place it is the faster one above about 6 rows; the limit
+// stays at 8, the skinny kernel's pass (docs/benchmarks.md, "How the kernels' constants were
+// chosen"). Either kernel gives a row the same bits.
 void matmul(const float* x, int64_t m, int64_t xStride, const WeightView& w, float* y, int64_t yStride);
 
 // The two kernels on their own (matmul picks between them); exposed for tests and the bench.

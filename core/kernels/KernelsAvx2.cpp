@@ -59,9 +59,9 @@ constexpr int tileRows(int m) {
 }
 
 // Each row of a tile asks for its line kWeightPrefetchBytes ahead (KernelTable.h says why), once
-// per 64-byte line of a row: an f16 row moves 16 bytes a step, and a prefetch every step
-// spent load slots asking for the same line four times (tinyllama's decode matmuls, m = 1: 84.5 ->
-// 79 ms, as fast as the AVX-512 path; m = 2..8 unchanged).
+// per 64-byte line of a row: an f16 row moves 16 bytes a step, and a prefetch every step spent
+// load slots asking for the same line four times (docs/benchmarks.md, "How the kernels' constants
+// were chosen").
 template <uintptr_t Bytes, class T>
 void prefetchAhead(const T* p) {
     _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + Bytes), _MM_HINT_T0);
@@ -139,8 +139,8 @@ struct PanelTiles {
     // 4 x rows take 3 W rows a tile: 12 accumulators, 3 W vectors and the x vector in use fill
     // the 16 registers, 7 loads per 12 multiply-adds.
     static constexpr int kXRows = 4;
-    // k per block (a multiple of 8): tinyllama's image prompt (2 threads) took 11.25 s at 1024,
-    // 11.5 at 2048 and 12.0 at 4096 (4 x rows and 3 W rows of 1024 floats fill L1).
+    // k per block (a multiple of 8): 4 x rows and 3 W rows of 1024 floats fill L1; deeper blocks
+    // were slower (docs/benchmarks.md, "How the kernels' constants were chosen").
     static constexpr int64_t kDepth = 1024;
     static constexpr int tileRows(int m) { return m == 4 ? 3 : kvsteer::kernels::detail::tileRows(m); }
     template <int R, int M>

@@ -174,10 +174,10 @@ struct PanelTiles {
     using T = typename Row::T;
     static constexpr int kLanes = kVec;
     // 6 x rows take 4 W rows a tile (24 accumulators, 10 loads per 24 multiply-adds); 5 x 5 was
-    // slower (tinyllama's image prompt 10.7 against 10.1-10.5 s).
+    // slower.
     static constexpr int kXRows = 6;
-    // k per block (a multiple of 16): fewer blocks, fewer trips of the accumulators through `spill`;
-    // tinyllama's image prompt (2 threads) took 12.2 s at 512, 11.0 at 1024, 10.3-10.7 at 2048 and 4096.
+    // k per block (a multiple of 16): fewer blocks, fewer trips of the accumulators through `spill`
+    // (both measured: docs/benchmarks.md, "How the kernels' constants were chosen").
     static constexpr int64_t kDepth = 2048;
     static constexpr int tileRows(int m) { return kvsteer::kernels::detail::tileRows(m); }
     template <int R, int M>
