@@ -494,7 +494,8 @@ private slots:
 
     // What eval-merge and study-merge share, on shard folders written by hand: a shard is complete
     // with its skipped items counted (not the dataset's bad lines, which no shard was given), each
-    // line stands for 1/linesPerItem of an item, and the shards' times add up.
+    // line stands for 1/linesPerItem of an item, the bad lines every shard recorded are kept once,
+    // and the shards' times add up.
     void shardLinesCountSkippedItemsNotBadLines() {
         const std::string a = path("gather/a"), b = path("gather/b");
         for (const std::string& d : {a, b}) std::filesystem::create_directories(d);
@@ -503,7 +504,7 @@ private slots:
         writeText(a + "/skipped.jsonl", "{\"id\": \"\", \"line\": 7, \"error\": \"bad line\"}\n");
         writeText(a + "/runs.jsonl", "{\"seconds\": 2.0, \"items\": 2}\n");
         writeText(b + "/items.jsonl", line("z", 0) + line("z", 1));
-        writeText(b + "/skipped.jsonl", "{\"id\": \"w\", \"line\": 3, \"error\": \"image unreadable\"}\n");
+        writeText(b + "/skipped.jsonl", "{\"id\": \"\", \"line\": 7, \"error\": \"bad line\"}\n{\"id\": \"w\", \"line\": 3, \"error\": \"image unreadable\"}\n");
         writeText(b + "/runs.jsonl", "{\"seconds\": 1.0, \"items\": 1}\n");
         ShardLineRules rules;
         rules.linesPerItem = 2;
@@ -511,13 +512,14 @@ private slots:
         rules.shardOf = [](const json& l) { return l.at("id") == "z" ? 1 : 0; };
         const ShardLines all = gatherShardLines("merge", {{a, 0, 2}, {b, 1, 2}}, 2, rules);   // b: z done, w skipped
         QCOMPARE(all.lines.size(), size_t(6));
-        QCOMPARE(all.skipped.size(), size_t(2));
+        QCOMPARE(all.skipped.size(), size_t(2));   // the bad line both shards recorded, once; w
         QCOMPARE(all.timings.seconds, 3.0);
         QCOMPARE(all.timings.itemsTimed, int64_t(3));
         QCOMPARE(all.timings.perShard[1].at("items").get<int64_t>(), int64_t(1));
         // a's bad line is not an item it was given: with three items it is one short.
         const std::string short1 = errorOf([&] { gatherShardLines("merge", {{a, 0, 3}, {b, 1, 2}}, 2, rules); });
-        QVERIFY2(short1.find("merge: " + a + " is not complete (4 of 6 item lines)") != std::string::npos, short1.c_str());
+        QVERIFY2(short1.find("merge: " + a + " is not complete (4 item lines and 0 skipped items, of 3 items x 2 = 6 item lines)") != std::string::npos,
+                 short1.c_str());
         const std::string twice = errorOf([&] { gatherShardLines("merge", {{a, 0, 2}, {b, 0, 2}}, 2, rules); });
         QVERIFY2(twice.find("merge: shard 0 is given twice (" + a + " and " + b + ")") != std::string::npos, twice.c_str());
         writeText(b + "/items.jsonl", line("z", 0) + line("z", 1) + line("x", 1));

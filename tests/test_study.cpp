@@ -242,7 +242,7 @@ private slots:
         // An operator or ablate target the core does not know is named where it was written.
         const ProcessResult op = runCli({"study", "--suite", data + "/suite.json", "--out", path("bad-op"), "--operator", "scale,push"});
         QCOMPARE(op.exitCode, 2);
-        QVERIFY2(op.err.find("the grid: operator 'push' is not known (expected one of add, norm") != std::string::npos, op.err.c_str());
+        QVERIFY2(op.err.find("the grid: operators: operator 'push' is not known (expected one of add, norm") != std::string::npos, op.err.c_str());
         const std::string suiteOp = errorOf([] { planGridsFromJson(json::parse(R"([{"cv": 1}, {"operator": ["add", "push"]}])"), ".", "s.json"); });
         QVERIFY2(suiteOp.find("s.json: plans[1].operator: operator 'push' is not known") != std::string::npos, suiteOp.c_str());
         const std::string suiteAblate = errorOf([] { planGridsFromJson(json::parse(R"([{"ablate_to": "half"}])"), ".", "s.json"); });

@@ -275,7 +275,7 @@ std::vector<json> readSkipped(const std::string& dir) {
     return fs::exists(path) ? readLines(path) : std::vector<json>();
 }
 
-ItemWriter::ItemWriter(const std::string& dir) {
+ItemWriter::ItemWriter(const std::string& dir) : dir_(dir) {
     items_ = std::fopen((fs::path(dir) / "items.jsonl").c_str(), "ab");
     skipped_ = std::fopen((fs::path(dir) / "skipped.jsonl").c_str(), "ab");
     if (!items_ || !skipped_) throw Error("output folder " + dir + ": cannot write items.jsonl / skipped.jsonl");
@@ -288,19 +288,19 @@ ItemWriter::~ItemWriter() {
 
 namespace {
 
-void appendFlushed(std::FILE* f, const std::string& text) {
+void appendFlushed(std::FILE* f, const std::string& text, const std::string& dir) {
     if (std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fflush(f) != 0 || ::fsync(fileno(f)) != 0)
-        throw Error("cannot append to items.jsonl");
+        throw Error("output folder " + dir + ": cannot append to items.jsonl");
 }
 
 } // namespace
 
-void ItemWriter::write(const json& line) { appendFlushed(items_, line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"); }
+void ItemWriter::write(const json& line) { appendFlushed(items_, line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", dir_); }
 
 void ItemWriter::writeTogether(const std::vector<ordered_json>& lines) {
     std::string text;
     for (const ordered_json& l : lines) text += l.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    appendFlushed(items_, text);
+    appendFlushed(items_, text, dir_);
 }
 
 void ItemWriter::skipped(const std::string& id, int line, const std::string& error) {
@@ -449,8 +449,7 @@ ordered_json mergeShards(const std::vector<std::string>& shardDirs, const std::s
         if (!d.empty()) throw Error("eval-merge: " + dir + " is not a shard of the same run as " + shardDirs[0] + ": " + joinedProblems(d));
         shards.push_back({dir, id.shardIndex, id.shardItems});
     }
-    ShardLineRules rules;
-    rules.key = [](const json& line) { return line.at("id").get<std::string>(); };
+    ShardLineRules rules;   // one line per item, by its id
     rules.shardOf = [&](const json& line) { return int(stableHash(line.at("id").get<std::string>()) % uint64_t(first.shardCount)); };
     ShardLines all = gatherShardLines("eval-merge", shards, first.shardCount, rules);
     std::vector<json>& items = all.lines;

@@ -71,12 +71,14 @@ public:
     ItemWriter(const ItemWriter&) = delete;
     ItemWriter& operator=(const ItemWriter&) = delete;
     void write(const nlohmann::json& line);
-    // Lines that stand or fall together (a study item's plans) in one write: a killed run leaves
-    // them all, or a torn last line that readDoneItems drops.
+    // Lines that belong together (a study item's plans) in one write, flushed: a killed run leaves
+    // them all, or some and a torn last line, which the study's reader drops with the item's other
+    // lines (it keeps only items with every line).
     void writeTogether(const std::vector<nlohmann::ordered_json>& lines);
     void skipped(const std::string& id, int line, const std::string& error);
 
 private:
+    std::string dir_;
     std::FILE* items_ = nullptr;
     std::FILE* skipped_ = nullptr;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 namespace kvsteer {
 
@@ -23,16 +24,27 @@ ShardLines gatherShardLines(const std::string& command, const std::vector<ShardF
     ShardLines all;
     all.timings.perShard = nlohmann::ordered_json::array();
     std::map<std::string, std::string> seen;   // line key -> "its file line N"
+    std::set<std::string> badLines;            // every shard recorded the dataset's bad lines: keep them once
+    // readDoneItems has checked each line's key (the "id" without rules.key).
+    auto keyOf = [&](const json& line) { return rules.key ? rules.key(line) : line.at("id").get<std::string>(); };
     for (const ShardFolder& s : shards) {
         const std::vector<json> done = readDoneItems(s.dir, false, rules.key);
-        const std::vector<json> skipped = readSkipped(s.dir);
-        int64_t skippedItems = 0;   // the dataset's bad lines (no id) were never given to a shard
-        for (const json& k : skipped) skippedItems += k.value("id", "").empty() ? 0 : 1;
+        int64_t skippedItems = 0;
+        for (const json& k : readSkipped(s.dir)) {
+            if (!k.value("id", "").empty()) {
+                ++skippedItems;
+                all.skipped.push_back(k);
+            } else if (badLines.insert(k.dump()).second) {   // a bad line was never given to a shard
+                all.skipped.push_back(k);
+            }
+        }
         const int64_t want = s.items * rules.linesPerItem;
         if (int64_t(done.size()) + skippedItems * rules.linesPerItem < want)
-            problems.push_back(s.dir + " is not complete (" + std::to_string(done.size()) + " of " + std::to_string(want) + " item lines)");
+            problems.push_back(s.dir + " is not complete (" + std::to_string(done.size()) + " item lines and " + std::to_string(skippedItems) +
+                               " skipped items, of " + std::to_string(s.items) + " items x " + std::to_string(rules.linesPerItem) + " = " +
+                               std::to_string(want) + " item lines)");
         for (size_t i = 0; i < done.size(); ++i) {
-            const std::string key = rules.key(done[i]);
+            const std::string key = keyOf(done[i]);
             const std::string where = (fs::path(s.dir) / "items.jsonl").string() + " line " + std::to_string(i + 1);
             const auto [it, fresh] = seen.emplace(key, where);
             if (!fresh)
@@ -41,7 +53,6 @@ ShardLines gatherShardLines(const std::string& command, const std::vector<ShardF
                                    "): remove it from the other folder, or rerun that shard into a new folder");
             all.lines.push_back(done[i]);
         }
-        all.skipped.insert(all.skipped.end(), skipped.begin(), skipped.end());
         const RunTimings t = readRunTimings(s.dir);
         all.timings.seconds += t.seconds;
         all.timings.prefillMs += t.prefillMs;

@@ -23,13 +23,13 @@ struct ShardFolder {
 // How a job's item lines are told apart.
 struct ShardLineRules {
     int linesPerItem = 1;                                       // a study writes one line per plan
-    std::function<std::string(const nlohmann::json&)> key;      // what must be on one line only
+    std::function<std::string(const nlohmann::json&)> key;      // what must be on one line only; empty: the "id"
     std::function<int(const nlohmann::json&)> shardOf;          // the shard a line belongs to (named when one is in two)
 };
 
 struct ShardLines {
     std::vector<nlohmann::json> lines;      // every shard's item lines, shard after shard, each in file order
-    std::vector<nlohmann::json> skipped;    // every shard's skipped.jsonl
+    std::vector<nlohmann::json> skipped;    // every shard's skipped items, and the dataset's bad lines once
     RunTimings timings;                     // added up (whether the shards ran side by side is not known), each in perShard
 };
 

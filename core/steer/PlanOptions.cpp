@@ -22,7 +22,7 @@ PlanOptions resolvePlanOptions(const PlanOptions& options, const SteeringFileInf
 
 void checkPlanChoices(const PlanOptions& resolved, const SteeringVectors* vectors, const Model& model) {
     const TextConfig& t = model.config().text;
-    const SteeringOperator op = resolved.op.value_or(SteeringOperator::Add);
+    const SteeringOperator op = *resolved.op;
     for (const auto& [name, values] : {std::pair<const char*, const std::vector<double>*>{"c_k", &resolved.ck}, {"c_v", &resolved.cv}})
         if (values->size() != 1 && values->size() != size_t(t.numLayers))
             throw Error(std::string(name) + " has " + std::to_string(values->size()) + " values, but the model has " + std::to_string(t.numLayers) +

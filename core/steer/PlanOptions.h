@@ -27,7 +27,8 @@ struct PlanOptions {
 };
 
 // `options` with what it leaves unset filled in from the vector file's suggestions, then the
-// defaults: the operator, layers (empty = all), c_k and c_v that makePlan applies. Echo this.
+// defaults: the operator, layers (empty = all), c_k and c_v that makePlan applies. Echo this. In
+// the result `op` and `layers` are always set.
 PlanOptions resolvePlanOptions(const PlanOptions& options, const SteeringFileInfo& file);
 
 // Whether a resolved plan can apply to `model` at all, before any item is run: its operator is

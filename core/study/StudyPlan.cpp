@@ -70,7 +70,7 @@ PlanGrid planGridFromLists(const std::string& vectors, const std::string& operat
                            const std::string& layers) {
     PlanGrid g;
     g.vectors = listItems(vectors);
-    for (const std::string& name : listItems(operators)) g.operators.push_back(parseOperator(name));
+    for (const std::string& name : listItems(operators)) g.operators.push_back(parseOperator(name, "operators"));
     g.layers = listItems(layers);
     if (!listItems(ck).empty()) g.ck = parseNumberList(ck, "c_k");
     if (!listItems(cv).empty()) g.cv = parseNumberList(cv, "c_v");

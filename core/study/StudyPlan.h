@@ -43,7 +43,7 @@ struct StudyPlan {
     SteeringFileInfo vectorsInfo;
     std::string hash;                     // of json() without the hash itself
     std::string label;                    // for people: "red-to-blue add c_k 1 c_v 2 all"
-    nlohmann::ordered_json json() const;  // a line of plans.jsonl
+    nlohmann::ordered_json json() const;  // a line of plans.jsonl (options resolved: the operator set)
 };
 
 // The axes as typed, each a comma-separated list ("a.safetensors,b.safetensors", "add,norm",

@@ -75,7 +75,7 @@ struct ImageInfo {
 // the core's PlanOptions (what a person chose, the CLI's flags too: CoreConversions), and the
 // core's makePlan turns those into a SteeringPlan (what is applied). The operator and the ablate
 // target are the core's own types, parsed where text comes in (the session file, the settings,
-// the command line); the widgets hold them as their names (kvsteer::kSteeringOperators).
+// the command line); PlanForm's combo boxes hold them as item data.
 struct PlanSettings {
     kvsteer::SteeringOperator op = kvsteer::SteeringOperator::Add;
     bool propagate = false;                        // edit-only (false) or propagate
