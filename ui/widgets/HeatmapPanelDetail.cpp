@@ -1,14 +1,13 @@
-// HeatmapPanel's large map: the selected layer with its colour scale, square cells, the marked
-// cell, and its hover and click. (HeatmapPanel.cpp has the controls and the small multiples.)
+// HeatmapPanel's large map: the selected layer with its colour scale, square cells and the marked
+// cell. (HeatmapPanel.cpp has the controls and the small multiples; HeatmapPanelPointer.cpp what
+// the pointer does over both.)
 #include "HeatmapPanel.h"
 
 #include "HeatmapPlotStyle.h"
 
 #include <qcustomplot.h>
 
-#include <QMouseEvent>
 #include <QTimer>
-#include <QToolTip>
 
 #include <algorithm>
 
@@ -104,21 +103,6 @@ void HeatmapPanel::fitDetailAxes() {
     int step = 1;
     while (std::max(rows, cols) / step > 8) step *= 2;
     for (QCPAxis* a : {detail_->xAxis, detail_->yAxis}) qSharedPointerCast<QCPAxisTickerFixed>(a->ticker())->setTickStep(step);
-}
-
-void HeatmapPanel::onDetailMove(QMouseEvent* event) {
-    int r = 0, c = 0;
-    if (cellAt(detail_->axisRect(), event->position(), &r, &c) && detail_->axisRect()->rect().contains(event->position().toPoint()))
-        showHover(std::clamp(selected_, 0, data_.layers - 1), r, c, event->globalPosition().toPoint());
-    else QToolTip::hideText();
-}
-
-void HeatmapPanel::onDetailClick(QMouseEvent* event) {
-    int r = 0, c = 0;
-    if (!cellAt(detail_->axisRect(), event->position(), &r, &c)) return;
-    if (!detail_->axisRect()->rect().contains(event->position().toPoint())) return;
-    markCell(r, c);
-    if (data_.view < 0) Q_EMIT cellClicked(r, c);   // another view's cells are not the canvas's
 }
 
 } // namespace kvsteer::ui
