@@ -3,7 +3,7 @@
 // synopsis, purpose, every option it accepts with its meaning and default, and the notes those
 // commands share). The prompt-template note is generated from the model families the core
 // registers (modelFamilies()), so a new family documents itself. The command entries live in
-// CommandHelp.cpp, the layout and the shared notes in Usage.cpp.
+// CommandHelp.cpp and CommandHelpDemo.cpp, the layout and the shared notes in Usage.cpp.
 #include <set>
 #include <string>
 #include <vector>
