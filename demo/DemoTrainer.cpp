@@ -131,6 +131,60 @@ void startProjectorFromProbe(Parameters& params, const VisionPretrainResult& vp)
     b.narrow(0, 0, rows).copy_(vp.probeBias.narrow(0, 0, rows));
 }
 
+// Stage 1's optimizer over four groups: (weight decay or not) x (vision tower or not); the tower,
+// pretrained in stage 0, learns at visionLrScale times the rate so the decoder's early noise does
+// not wash it out. The default freezes it: its stage-0 features already say colour, kind and place
+// on every shape cell, a frozen tower costs no backward pass (stage 1 runs ~20 % faster), and
+// nothing in stage 1 can teach background tokens about the shapes (which would break steering).
+// *groupScale: each group's rate as a multiple of the schedule's.
+torch::optim::AdamW stage1Optimizer(Parameters& params, const VisionPretrainResult& vp, const DemoTrainOptions& o, std::vector<double>* groupScale) {
+    using torch::optim::AdamWOptions;
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    std::set<const void*> vision;
+    for (const auto& [name, t] : params.tensors)
+        if (isVisionTensor(name)) vision.insert(t.unsafeGetTensorImpl());
+    for (int decay = 1; decay >= 0; --decay)
+        for (int isVision = 0; isVision <= 1; ++isVision) {
+            std::vector<Tensor> members;
+            for (const Tensor& t : decay ? params.decay : params.noDecay)
+                if (bool(vision.count(t.unsafeGetTensorImpl())) == bool(isVision)) members.push_back(t);
+            if (members.empty()) continue;
+            if (isVision && vp.steps > 0 && o.visionLrScale == 0) {
+                // A frozen tower: no gradient flows into it at all (and none is computed).
+                for (Tensor& t : members) t.set_requires_grad(false);
+                continue;
+            }
+            groups.emplace_back(members, std::make_unique<AdamWOptions>(
+                                             AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(decay ? o.weightDecay : 0.0)));
+            groupScale->push_back(isVision && vp.steps > 0 ? o.visionLrScale : 1.0);
+        }
+    return torch::optim::AdamW(std::move(groups), AdamWOptions(o.learningRate));
+}
+
+// The curriculum at progress pr (0 -> 1): one shape, then two, then any; big shapes first,
+// shrinking to the scenes' own sizes.
+SceneOptions curriculumAt(double pr, const DemoTrainOptions& o) {
+    SceneOptions so;
+    if (pr < o.oneShapeUntil) so.maxShapes = 1;
+    else if (pr < o.twoShapesUntil) so.maxShapes = 2;
+    if (pr < o.bigShapesUntil) {
+        const double t = pr / o.bigShapesUntil;   // 0 -> 1
+        so.minSize = 150 + (so.minSize - 150) * t;
+        so.maxSize = 250 + (so.maxSize - 250) * t;
+    }
+    return so;
+}
+
+// The llava-hf directory: config, processor files and the weights in `dtype`.
+void writeTrainedModel(const DemoTrainOptions& o, const ModelConfig& config, const Tokenizer& tok, Parameters& params, c10::ScalarType dtype) {
+    std::ofstream(fs::path(o.outDir) / "config.json") << config.toJsonText() << "\n";
+    writePreprocessorConfig(config, o.outDir);
+    writeDemoProcessorFiles(o.outDir, tok.bosId(), tok.eosId(), tok.padId());
+    fs::remove(fs::path(o.outDir) / "model.safetensors.index.json");
+    writeCheckpoint(o.outDir, params.layout, dtype, int64_t(1) << 40,
+                    [&](const TensorSpec& spec) { return params(spec.name).detach().contiguous(); });
+}
+
 } // namespace
 
 DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
@@ -182,36 +236,9 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     if (vp.steps > 0) startProjectorFromProbe(params, vp);
 
     // Stage 1: the projector and the decoder (and the tower, unless frozen) on the questions.
-    using torch::optim::AdamW;
     using torch::optim::AdamWOptions;
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    // Four groups: (weight decay or not) x (vision tower or not); the tower, pretrained in stage 0,
-    // learns at visionLrScale times the rate so the decoder's early noise does not wash it out.
-    // The default freezes it: its stage-0 features already say colour, kind and place on every
-    // shape cell, a frozen tower costs no backward pass (stage 1 runs ~20 % faster), and nothing
-    // in stage 1 can teach background tokens about the shapes (which would break steering).
     std::vector<double> groupScale;
-    {
-        std::set<const void*> vision;
-        for (const auto& [name, t] : params.tensors)
-            if (isVisionTensor(name)) vision.insert(t.unsafeGetTensorImpl());
-        for (int decay = 1; decay >= 0; --decay)
-            for (int isVision = 0; isVision <= 1; ++isVision) {
-                std::vector<Tensor> members;
-                for (const Tensor& t : decay ? params.decay : params.noDecay)
-                    if (bool(vision.count(t.unsafeGetTensorImpl())) == bool(isVision)) members.push_back(t);
-                if (members.empty()) continue;
-                if (isVision && vp.steps > 0 && o.visionLrScale == 0) {
-                    // A frozen tower: no gradient flows into it at all (and none is computed).
-                    for (Tensor& t : members) t.set_requires_grad(false);
-                    continue;
-                }
-                groups.emplace_back(members, std::make_unique<AdamWOptions>(
-                                                 AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(decay ? o.weightDecay : 0.0)));
-                groupScale.push_back(isVision && vp.steps > 0 ? o.visionLrScale : 1.0);
-            }
-    }
-    AdamW optimizer(std::move(groups), AdamWOptions(o.learningRate));
+    torch::optim::AdamW optimizer = stage1Optimizer(params, vp, o, &groupScale);
     std::vector<Tensor> allTrainable;
     for (const auto& g : optimizer.param_groups()) allTrainable.insert(allTrainable.end(), g.params().begin(), g.params().end());
 
@@ -254,14 +281,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         for (size_t gi = 0; gi < optimizer.param_groups().size(); ++gi)
             static_cast<AdamWOptions&>(optimizer.param_groups()[gi].options()).lr(lr * groupScale[gi]);
 
-        SceneOptions so;
-        if (pr < o.oneShapeUntil) so.maxShapes = 1;
-        else if (pr < o.twoShapesUntil) so.maxShapes = 2;
-        if (pr < o.bigShapesUntil) {
-            const double t = pr / o.bigShapesUntil;   // 0 -> 1
-            so.minSize = 150 + (so.minSize - 150) * t;
-            so.maxSize = 250 + (so.maxSize - 250) * t;
-        }
+        const SceneOptions so = curriculumAt(pr, o);
         std::vector<Example> examples;
         for (int i = 0; i < o.imagesPerStep; ++i) {
             const Scene s = generateScene(trainSceneId(o.seed, sceneIndex++), so);
@@ -336,13 +356,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         result.validationAccuracy = acc;
     }
 
-    // The llava-hf directory.
-    std::ofstream(fs::path(o.outDir) / "config.json") << config.toJsonText() << "\n";
-    writePreprocessorConfig(config, o.outDir);
-    writeDemoProcessorFiles(o.outDir, tok.bosId(), tok.eosId(), tok.padId());
-    fs::remove(fs::path(o.outDir) / "model.safetensors.index.json");
-    writeCheckpoint(o.outDir, params.layout, dtype, int64_t(1) << 40,
-                    [&](const TensorSpec& spec) { return params(spec.name).detach().contiguous(); });
+    writeTrainedModel(o, config, tok, params, dtype);
     {
         char buf[256];
         std::snprintf(buf, sizeof buf, "trained %lld steps (%lld images) in %s; final loss %.4f; wrote %s",
