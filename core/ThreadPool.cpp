@@ -157,7 +157,25 @@ private:
         stopping_ = false;
         // A new thread joins loops started after this line, even those started before it runs.
         const uint64_t seen = generation_.load();
-        for (int t = 1; t < threads; ++t) workers_.emplace_back([this, seen] { work(seen); });
+        // ATen sets itself up on a thread at its first use there, and that sets ATen's global
+        // thread count again, which remakes a pool of ATen's. So each new thread does it now,
+        // while this caller waits: no loop is running (another thread's ATen op cannot meet it)
+        // and the process cannot be ending (its exit handlers would free that pool under it).
+        std::mutex readyMutex;
+        std::condition_variable readyWake;
+        int ready = 0;
+        for (int t = 1; t < threads; ++t)
+            workers_.emplace_back([this, seen, &readyMutex, &readyWake, &ready] {
+                holdAtenToOneThread();
+                {
+                    std::lock_guard<std::mutex> lock(readyMutex);
+                    ++ready;
+                }
+                readyWake.notify_one();
+                work(seen);
+            });
+        std::unique_lock<std::mutex> lock(readyMutex);
+        readyWake.wait(lock, [&] { return ready == threads - 1; });
     }
 
     void stop() {
@@ -168,18 +186,11 @@ private:
     }
 
     void work(uint64_t seen) {
-        bool atenHeldToOne = false;
         for (;;) {
             waitUntil([&] { return generation_.load() != seen || stopping_.load(); }, workAvailable_, sleepingWorkers_);
             if (stopping_.load()) return;
             seen = generation_.load();
             if (!enter()) continue;    // that loop had already ended
-            // Inside a loop, not when the thread starts: ATen's first use on a thread sets its
-            // global thread count again, which remakes a pool of ATen's, and a process that ends
-            // right after starting this pool (a bad input) would free that pool under this thread.
-            // The caller waits for this loop, so it cannot be ending now.
-            if (!atenHeldToOne) holdAtenToOneThread();
-            atenHeldToOne = true;
             takePieces();
             leave();
         }
