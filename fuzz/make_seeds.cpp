@@ -189,7 +189,7 @@ void steeringSeeds() {
     v.mask = at::zeros({24, 24});
     SteeringFileInfo info;
     recordModel(info, *model);
-    info.operatorName = "add";
+    info.op = SteeringOperator::Add;
     info.ck = {1.0};
     info.cv = {0.5, 1.0, 1.5, 2.0};
     info.layers = {0, 1, 2, 3};

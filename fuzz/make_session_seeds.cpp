@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     s.prompt = QStringLiteral("What colour is the circle?");
     s.strength = StrengthGrid(3, 5);
     for (int i = 0; i < s.strength.size(); ++i) s.strength.values[i] = float(i) / 15.0f;
-    s.plan.op = QStringLiteral("prerope");
+    s.plan.op = kvsteer::SteeringOperator::PreRope;
     s.plan.heads = {0, 1};
     s.source = VectorSource::TextPairs;
     s.textPairs = {{QStringLiteral("red"), QStringLiteral("blue")}};
