@@ -161,21 +161,21 @@ private:
         // thread count again, which remakes a pool of ATen's. So each new thread does it now,
         // while this caller waits: no loop is running (another thread's ATen op cannot meet it)
         // and the process cannot be ending (its exit handlers would free that pool under it).
-        std::mutex readyMutex;
-        std::condition_variable readyWake;
-        int ready = 0;
+        // The count and its condition are the pool's, not this function's: a thread may still be
+        // inside notify_one() when the caller has seen the count and returned.
+        std::unique_lock<std::mutex> lock(startedMutex_);
+        started_ = 0;
         for (int t = 1; t < threads; ++t)
-            workers_.emplace_back([this, seen, &readyMutex, &readyWake, &ready] {
+            workers_.emplace_back([this, seen] {
                 holdAtenToOneThread();
                 {
-                    std::lock_guard<std::mutex> lock(readyMutex);
-                    ++ready;
+                    std::lock_guard<std::mutex> counted(startedMutex_);
+                    ++started_;
                 }
-                readyWake.notify_one();
+                threadStarted_.notify_one();
                 work(seen);
             });
-        std::unique_lock<std::mutex> lock(readyMutex);
-        readyWake.wait(lock, [&] { return ready == threads - 1; });
+        threadStarted_.wait(lock, [&] { return started_ == threads - 1; });
     }
 
     void stop() {
@@ -288,6 +288,10 @@ private:
     std::mutex sleepMutex_;
     std::condition_variable workAvailable_, allLeft_;
     std::atomic<int> sleepingWorkers_{0}, sleepingCallers_{0};
+    // Starting threads (start()).
+    std::mutex startedMutex_;
+    std::condition_variable threadStarted_;
+    int started_ = 0;
 };
 
 int hardwareThreads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
