@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh "$@"
 cd build
-QT_QPA_PLATFORM=offscreen ctest --output-on-failure --timeout 1500
+# Two tests at a time (KVSTEER_TEST_JOBS): most of a test's time is starting processes, loading
+# models and waiting on files, so the two cores are busy more of the time. Each test has its own
+# home (tests/CMakeLists.txt); the kernels' bits do not depend on what else runs.
+QT_QPA_PLATFORM=offscreen ctest --output-on-failure --timeout 1500 -j"${KVSTEER_TEST_JOBS:-2}"
 cd ..
 scripts/fuzz.sh --smoke
