@@ -1,12 +1,13 @@
 #pragma once
 // Internal to the kernels: the panel kernel's loops, shared by the SIMD files, each of which
-// instantiates them with its own tiles (`Tiles`, a struct in that file's anonymous namespace, so
-// every instantiation stays private to the file; see the note at the top of KernelTable.h).
+// instantiates them with its own tiles (TileLoops.h's PanelTiles over a vector type declared in
+// that file's anonymous namespace, so every instantiation stays private to the file; see the note
+// at the top of KernelTable.h).
 //
 // y = x · Wᵀ for many rows of x against W rows in their own dtype (read in place: a tile widens
 // each W vector in registers as the skinny tile does), compute-bound, in the skinny kernel's
 // summation order: every y[r, n] is one tile's accumulator lanes over k in order, the tail, then
-// the lanes added (the file's tileSteps and tileFinish). What the loops add is cache blocking:
+// the lanes added (tileSteps and tileFinish, TileLoops.h). What the loops add is cache blocking:
 //   - W rows in blocks of kPanelBlockRows, and k in blocks of Tiles::kDepth, so that the block of
 //     W a sweep reads (64 rows x 2048 elements with AVX-512: 256 KB of f16, 512 KB of f32) stays in
 //     L2 while every row of x passes it;
