@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -24,6 +26,26 @@ void noDisplayNeededForHelp(int argc, char** argv) {
         const QByteArray a(argv[i]);
         if ((a == "--help" || a == "-h" || a == "--help-all" || a == "--version" || a == "-v") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
             qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
+}
+
+// Qt takes `-session ID` and `--session ID` for itself (X11 session management) while QApplication
+// is built, so the session file named after --session never reached the parser: the studio started
+// as if none had been given. Before Qt sees them they are renamed to the option's other name,
+// --session-file, which Qt leaves alone.
+void keepSessionOptionFromQt(int argc, char** argv) {
+    static char sessionFile[] = "--session-file";
+    static std::vector<std::string> renamed;   // --session=FILE as --session-file=FILE, alive for Qt
+    renamed.reserve(size_t(argc));
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--") break;   // positional from here
+        if (a == "--session" || a == "-session") {
+            argv[i] = sessionFile;
+        } else if (a.rfind("--session=", 0) == 0) {
+            renamed.push_back("--session-file=" + a.substr(std::string("--session=").size()));
+            argv[i] = renamed.back().data();
+        }
     }
 }
 
@@ -55,6 +77,7 @@ bool wholeNumber(const QString& text, int least, int* out) {
 
 int main(int argc, char** argv) {
     noDisplayNeededForHelp(argc, argv);
+    keepSessionOptionFromQt(argc, argv);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("kvsteer"));
     QApplication::setApplicationName(QStringLiteral("kvsteer Studio"));
@@ -102,7 +125,8 @@ int main(int argc, char** argv) {
     const QCommandLineOption maxTokens(QStringLiteral("max-new-tokens"), QStringLiteral("Tokens per stream."), QStringLiteral("N"));
     const QCommandLineOption heatmap(QStringLiteral("heatmap"), QStringLiteral("Heatmap metric: k, v, dk, dv, cos or attention."),
                                      QStringLiteral("METRIC"));
-    const QCommandLineOption session(QStringLiteral("session"), QStringLiteral("Session file to open."), QStringLiteral("FILE"));
+    const QCommandLineOption session(QStringList{QStringLiteral("session"), QStringLiteral("session-file")}, QStringLiteral("Session file to open."),
+                                     QStringLiteral("FILE"));
     const QCommandLineOption study(QStringLiteral("study"),
                                    QStringLiteral("A study's folder (kvsteer study --out DIR) to show in the Evaluate dock: its frontier and table."),
                                    QStringLiteral("DIR"));

@@ -297,6 +297,38 @@ private Q_SLOTS:
         QVERIFY(w->close());
         QVERIFY2(none.seen.isEmpty(), qPrintable(none.seen));
     }
+
+    // `kvsteer-studio --session FILE` opens the file at start, also where a first start would open
+    // the demo scene: its map (the scene's plus a stroke) and its name in the title, not the scene.
+    void sessionOnTheCommandLineOpensIt() {
+        const QString path = tmp_.filePath(QStringLiteral("strokes.kvsession"));
+        StrengthGrid saved;
+        {
+            StudioOptions o = studioOptions(demoModelDir(), tmp_.filePath(QStringLiteral("strokes-recovery.kvsession")));
+            o.demoScene = true;
+            MainWindow w(o);
+            QSignalSpy vectors(&w, &MainWindow::vectorsChanged);
+            w.show();
+            QTRY_VERIFY_WITH_TIMEOUT(!vectors.isEmpty() && w.imageReady() && !w.canvas()->strength().isZero(), kLoadTimeoutMs);
+            const StrengthGrid scene = w.canvas()->strength();
+            stroke(w.canvas(), {QPoint(1, 1), QPoint(2, 1), QPoint(3, 1)});
+            QVERIFY(w.canvas()->strength() != scene);
+            saved = w.canvas()->strength();
+            QVERIFY(w.saveSessionTo(path));
+        }
+        StudioOptions o = studioOptions(demoModelDir(), tmp_.filePath(QStringLiteral("strokes-recovery2.kvsession")));
+        o.demoScene = true;
+        o.sessionPath = path;
+        MainWindow w(o);
+        QSignalSpy vectors(&w, &MainWindow::vectorsChanged);
+        w.show();
+        QTRY_VERIFY_WITH_TIMEOUT(!vectors.isEmpty() && w.imageReady(), kLoadTimeoutMs);
+        QTest::qWait(500);   // anything else the start-up would do has arrived by now
+        QCOMPARE(w.canvas()->strength().paintedCells(), saved.paintedCells());
+        QVERIFY(w.canvas()->strength() == saved);
+        QVERIFY2(w.windowTitle().contains(QStringLiteral("strokes.kvsession")) && !w.isWindowModified(), qPrintable(w.windowTitle()));
+        QCOMPARE(w.errorCount(), 0);
+    }
 };
 
 QTEST_MAIN(TestStudioNewcomer)

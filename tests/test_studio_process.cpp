@@ -1,8 +1,9 @@
 // The studio as a process, as a desktop session treats it: a `kill` (SIGTERM) ends it as its Quit
-// does, and the scratch folder a studio killed outright (SIGKILL, a crash) left behind is removed
-// by the next studio to start. Real studio processes on the bundled demo model, each with its own
-// temp directory.
+// does, the scratch folder a studio killed outright (SIGKILL, a crash) left behind is removed
+// by the next studio to start, and `--session FILE` opens that file (Qt itself claims an argument
+// of that name). Real studio processes on the bundled demo model, each with its own temp directory.
 #include "TestSupport.h"
+#include "studio/SessionFile.h"
 
 #include <csignal>
 
@@ -40,6 +41,21 @@ class TestStudioProcess : public QObject {
                       images + QStringLiteral("/shapes_224x224.png"), QStringLiteral("--prompt"), QStringLiteral("What color is the square?"),
                       QStringLiteral("--max-new-tokens"), QStringLiteral("4"), QStringLiteral("--no-recovery"), QStringLiteral("--run"),
                       QStringLiteral("--ready-file"), ready});
+        QVERIFY(studio.waitForStarted(30000));
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(ready), 120000);
+    }
+
+    // A studio started with `args` (offscreen, this test's homes, no recovery offer), waited for
+    // until --ready-file `ready` is written.
+    void startStudioWith(QProcess& studio, QStringList args, const QString& ready) {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("TMPDIR"), temp());
+        env.insert(QStringLiteral("XDG_DATA_HOME"), home_.filePath(QStringLiteral("data")));
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), home_.filePath(QStringLiteral("config")));
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        studio.setProcessEnvironment(env);
+        args << QStringLiteral("--no-recovery") << QStringLiteral("--ready-file") << ready;
+        studio.start(QStringLiteral(KVSTEER_STUDIO_PATH), args);
         QVERIFY(studio.waitForStarted(30000));
         QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(ready), 120000);
     }
@@ -94,6 +110,34 @@ private slots:
         QCOMPARE(now.filter(own).size(), 1);
         terminate(next);
         QCOMPARE(scratchFolders(), (QStringList{running, unnamed}));
+    }
+
+    void sessionOnTheCommandLineIsOpened() {
+        // A session asking the demo model "What color is the square?" of the red circle's scene: it
+        // answers "green", where the demo scene a start without a session opens answers "red".
+        // QApplication took --session FILE for X11 session management, and the studio opened the
+        // demo scene.
+        kvsteer::ui::SessionDocument s;
+        s.modelDirectory = QStringLiteral(KVSTEER_STUDIO_DEMO_MODEL_DIR);
+        QFile image(QStringLiteral(KVSTEER_STUDIO_DEMO_IMAGES_DIR "/red_circle.png"));
+        QVERIFY(image.open(QIODevice::ReadOnly));
+        s.imageBytes = image.readAll();
+        s.imageName = QStringLiteral("red_circle.png");
+        s.prompt = QStringLiteral("What color is the square?");
+        s.generation.maxNewTokens = 4;
+        const QString path = home_.filePath(QStringLiteral("square.kvsession"));
+        QString error;
+        QVERIFY2(kvsteer::ui::SessionFile::save(path, s, &error), qPrintable(error));
+        for (const QStringList& how : {QStringList{QStringLiteral("--session"), path}, QStringList{QStringLiteral("--session=") + path}}) {
+            const QString ready = home_.filePath(QStringLiteral("ready-session-%1.txt").arg(how.size()));
+            QProcess studio;
+            startStudioWith(studio, how + QStringList{QStringLiteral("--run")}, ready);
+            QFile f(ready);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QString answers = QString::fromUtf8(f.readAll());
+            QVERIFY2(answers.startsWith(QStringLiteral("unsteered: green")), qPrintable(how.join(QLatin1Char(' ')) + QStringLiteral(": ") + answers));
+            terminate(studio);
+        }
     }
 };
 

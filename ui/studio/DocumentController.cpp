@@ -154,19 +154,25 @@ void DocumentController::apply(const SessionDocument& s, const QString& origin) 
 }
 
 void DocumentController::onImageShown(quint64 imageId) {
-    if (pendingOutputs_ && imageId == pendingOutputsImageId_ && !model_->loading()) {   // a session's answers
+    if (!pendingOutputs_ || imageId < pendingOutputsImageId_) return;
+    // The session's own image: its answers go back beside it (unless a model is on its way, which
+    // clears them). A newer one (the command line's, a drop) replaced it: its answers do not apply.
+    if (imageId == pendingOutputsImageId_ && !model_->loading()) {
         panes_.streams->restore(pendingUnsteered_, pendingSteered_);
         pendingOutputs_ = false;
-        restoring_ = false;
         markCleanPoint();   // the session is all here (its vectors came before its image)
     }
+    endSessionRestore();
 }
 
 void DocumentController::onImageFailed() {
-    if (pendingOutputs_) {
-        pendingOutputs_ = false;
-        restoring_ = false;
-    }
+    if (pendingOutputs_) endSessionRestore();
+}
+
+void DocumentController::endSessionRestore() {
+    pendingOutputs_ = false;
+    restoring_ = false;
+    Q_EMIT restored();
 }
 
 // ---- files ------------------------------------------------------------------------------------

@@ -38,7 +38,11 @@ public:
 
     QString recoveryPath() const { return recoveryPath_; }
     bool restoring() const { return restoring_; }
-    void setRestoring(bool on) { restoring_ = on; }
+    // Changes made while restoring are not edits. A session or recovery being applied stays
+    // restoring until its image is back, whatever a caller that set things up meanwhile says.
+    void setRestoring(bool on) { restoring_ = on || pendingOutputs_; }
+    // A session or recovery applied, its image (and the answers that come with it) still on the way.
+    bool restoringSession() const { return pendingOutputs_; }
 
     bool saveTo(const QString& path);
     bool openFrom(const QString& path);
@@ -64,6 +68,7 @@ Q_SIGNALS:
     void aboutToApply();                // the run in progress belongs to the old session: stop it
     void saved(const QString& path);
     void opened(const QString& path);
+    void restored();                    // what a session or recovery brought has all arrived
     void autosaved();
 
 private:
@@ -71,6 +76,7 @@ private:
     void apply(const SessionDocument& s, const QString& origin);
     void autosave();
     void removeRecoveryFile();
+    void endSessionRestore();
 
     const StudioOptions options_;
     ErrorReporter* errors_;

@@ -66,6 +66,9 @@ StartupSequence::StartupSequence(const StudioOptions& options, const StartupPart
     connect(p_.steering, &SteeringController::vectorsReady, this, vectorsSettled);
     connect(p_.steering, &SteeringController::vectorsFailed, this, vectorsSettled);
     connect(p_.runs, &RunController::finished, this, &StartupSequence::onRunFinished);
+    connect(p_.document, &DocumentController::restored, this, [this] {
+        if (waiting_[Session]) settle(Session);
+    });
     // A text-only model's canvas is the prompt's token strip, which arrives after the model.
     connect(p_.panes.canvas, &PatchCanvas::gridSizeChanged, this, &StartupSequence::runIfReady);
 }
@@ -93,6 +96,9 @@ void StartupSequence::start() {
                           demoSceneInstalled() && QDir(dir).canonicalPath() == QDir(demoScenePaths().model).canonicalPath();
     if (!options_.sessionPath.isEmpty()) p_.document->openFrom(options_.sessionPath);
     else p_.document->offerRecoveryIfAny(commandLineNote());
+    // What the session or the recovery brought is not an edit, nor is what arrives with it (its
+    // image, the model's grid fitting its map): the clean point and --run wait for all of it.
+    waiting_[Session] = p_.document->restoringSession();
 
     if (!options_.studyDir.isEmpty()) p_.study->openFolder(options_.studyDir);   // over a session's study
     applyViewOptions();

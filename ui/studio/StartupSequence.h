@@ -50,7 +50,7 @@ public:
     void start();
 
 private:
-    enum Step { Setup, Model, Image, Mask, Vectors, StepCount };   // Setup: start() itself
+    enum Step { Setup, Model, Session, Image, Mask, Vectors, StepCount };   // Setup: start() itself; Session: a session's or recovery's image
 
     QString chooseModel() const;
     QString commandLineNote() const;

@@ -198,6 +198,7 @@ void StreamView::restore(const QVector<StreamToken>& unsteered, const QVector<St
     unsteered_->setTokens(unsteered, du);
     steered_->setTokens(steered, ds);
     steps_ = n;
+    if (n == 0) return;   // a session saved before any run: the panes as clear() left them
     unsteeredStatus_->setFullText(tr("%n token(s)", nullptr, unsteered.size()));
     steeredStatus_->setFullText(tr("%n token(s)", nullptr, steered.size()));
     updateSummary();
