@@ -138,9 +138,21 @@ class TestEval : public QObject {
         for (const EvalItem& i : ds.items) items.push_back(&i);
         std::vector<EvalItemResult> results;
         EvalCallbacks cb;
-        cb.onItem = [&](const EvalItemResult& r) { results.push_back(r); };
+        // Items arrive as their batch ends (progress moves batch by batch): between two looks at
+        // stopRequested, which comes before every batch, at most one batch's items, batchRows / 2
+        // questions. Before, a chunk's items (up to 8 batches') came together at its end.
+        int arrivedSinceLook = 0, mostBetweenLooks = 0;
+        cb.stopRequested = [&] {
+            arrivedSinceLook = 0;
+            return false;
+        };
+        cb.onItem = [&](const EvalItemResult& r) {
+            results.push_back(r);
+            mostBetweenLooks = std::max(mostBetweenLooks, ++arrivedSinceLook);
+        };
         const EvalTotals totals = runEval(model, items, steering, o, cb);
         QCOMPARE(results.size(), ds.items.size());
+        QVERIFY2(mostBetweenLooks <= batchRows / 2, qPrintable(QString("%1 items arrived after one batch of %2 rows").arg(mostBetweenLooks).arg(batchRows)));
         for (const EvalItemResult& r : results) {
             const EvalItem& item = *r.item;
             std::optional<ImageU8> image;

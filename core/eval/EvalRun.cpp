@@ -254,19 +254,44 @@ std::vector<int64_t> targetIdsOf(const PreparedItem& p) { return p.session->mode
 // batchRows rows (eval's one plan: its pairs, batchRows / 2 questions a batch). Each row starts
 // from a copy of its item's snapshot, and a plan is applied straight into its row (as
 // prepareSteeredRun does into its pair's batch), so a plan costs its row and no copy besides. A
-// stop request ends it after the current batch: only items with every row decoded come back.
-std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, const EvalOptions& options, EvalTotals& totals,
-                                        const std::function<bool()>& stopRequested) {
+// stop request ends it after the current batch. An item's results (one per plan) go to `done` as
+// soon as its last row is decoded, so progress moves batch by batch, not a chunk at a time; items
+// not decoded whole when a stop came are not reported.
+void decodeItems(std::vector<PreparedItem>& prepared, const EvalOptions& options, EvalTotals& totals, const std::function<bool()>& stopRequested,
+                 const std::function<void(EvalItemResult&&)>& done) {
     const size_t planCount = prepared.empty() ? 0 : prepared.front().plans.size();
     std::vector<std::vector<EvalItemResult>> results(prepared.size(), std::vector<EvalItemResult>(planCount));
     std::vector<Generation> unsteered(prepared.size());
     std::vector<at::Tensor> firstLogProbs(prepared.size());   // the unsteered row's first step (measures)
     std::vector<size_t> rowsDone(prepared.size(), 0);
+    std::vector<bool> reported(prepared.size(), false);
     std::map<std::pair<int64_t, int64_t>, std::vector<RowJob>> groups;
     for (size_t i = 0; i < prepared.size(); ++i) {
         const KVCache& s = prepared[i].session->snapshot();
         for (int plan = -1; plan < int(planCount); ++plan) groups[{s.size(), s.positionOffset}].push_back({i, plan});
     }
+    // Item i's results, once its unsteered row and every plan's row are decoded.
+    auto finishItem = [&](size_t i) {
+        const PreparedItem& p = prepared[i];
+        const bool target = options.measures && !p.item->target.empty();
+        const double targetUnsteered = target ? targetLogProb(*p.session, p.session->snapshot(), targetIdsOf(p), {}) : std::nan("");
+        for (size_t k = 0; k < planCount; ++k) {
+            EvalItemResult& out = results[i][k];
+            const SteeredRunStart& start = p.starts[k];
+            out.item = p.item;
+            out.plan = int(k);
+            out.unsteered = unsteered[i];
+            out.prefixReused = p.prefixReused;
+            out.prefillMs = k == 0 ? p.prefillMs : 0;
+            out.cellsSource = p.cellsSources[k];
+            out.cells = start.notices.nothingPainted ? 0 : at::count_nonzero(p.plans[k].strength).item<int64_t>();
+            out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item, options.chairTable);
+            out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item, options.chairTable);
+            out.outcome = classifyCell(out.steered, out.unsteered);
+            out.targetLogProbUnsteered = targetUnsteered;
+            done(std::move(out));
+        }
+    };
     const size_t perBatch = size_t(options.batchRows);
     for (const auto& [key, jobs] : groups)
         for (size_t first = 0; first < jobs.size(); first += perBatch) {
@@ -322,31 +347,12 @@ std::vector<EvalItemResult> decodeItems(std::vector<PreparedItem>& prepared, con
                 out.editMs = steered.editMs;
                 steered = SteeredCache();
             }
+            for (const RowJob& job : batchJobs)   // the items whose last row this batch decoded
+                if (rowsDone[job.item] == planCount + 1 && !reported[job.item]) {
+                    reported[job.item] = true;
+                    finishItem(job.item);
+                }
         }
-    std::vector<EvalItemResult> done;
-    for (size_t i = 0; i < prepared.size(); ++i) {
-        if (rowsDone[i] != planCount + 1) continue;
-        const PreparedItem& p = prepared[i];
-        const bool target = options.measures && !p.item->target.empty();
-        const double targetUnsteered = target ? targetLogProb(*p.session, p.session->snapshot(), targetIdsOf(p), {}) : std::nan("");
-        for (size_t k = 0; k < planCount; ++k) {
-            EvalItemResult& out = results[i][k];
-            const SteeredRunStart& start = p.starts[k];
-            out.item = p.item;
-            out.plan = int(k);
-            out.unsteered = unsteered[i];
-            out.prefixReused = p.prefixReused;
-            out.prefillMs = k == 0 ? p.prefillMs : 0;
-            out.cellsSource = p.cellsSources[k];
-            out.cells = start.notices.nothingPainted ? 0 : at::count_nonzero(p.plans[k].strength).item<int64_t>();
-            out.unsteeredScore = scoreAnswer(options.metric, out.unsteered, *p.item, options.chairTable);
-            out.steeredScore = scoreAnswer(options.metric, out.steered, *p.item, options.chairTable);
-            out.outcome = classifyCell(out.steered, out.unsteered);
-            out.targetLogProbUnsteered = targetUnsteered;
-            done.push_back(std::move(out));
-        }
-    }
-    return done;
 }
 
 } // namespace
@@ -425,10 +431,10 @@ EvalTotals runEval(const std::shared_ptr<const Model>& model, const std::vector<
             runner.finish(prepared);
             reportFailures();
         }
-        for (const EvalItemResult& r : decodeItems(prepared, options, totals, callbacks.stopRequested)) {
+        decodeItems(prepared, options, totals, callbacks.stopRequested, [&](EvalItemResult&& r) {
             ++totals.items;
             if (callbacks.onItem) callbacks.onItem(r);
-        }
+        });
     }
     totals.totalMs = msSince(t0);
     return totals;
