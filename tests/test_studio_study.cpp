@@ -144,6 +144,17 @@ private Q_SLOTS:
         QTRY_VERIFY(w_->studyPanel()->isVisible());
         // The Steering panel's vector file (the demo scene imported it) is the grid's proposal.
         QCOMPARE(canonical(w_->studyPanel()->vectorsEdit()->text()), canonical(QStringLiteral(KVSTEER_DEMO_VECTORS)));
+        // An empty c_v is one plan at the file's suggestion, and the placeholder says which: the
+        // shipped file suggests c_v 16 (an example list here read as a default: 2 plans, not 10).
+        StudyPanel* panel = w_->studyPanel();
+        QCOMPARE(panel->cvEdit()->placeholderText(), QStringLiteral("empty: the vector file's 16"));
+        QVERIFY2(panel->ckEdit()->placeholderText().startsWith(QStringLiteral("empty: ")), qPrintable(panel->ckEdit()->placeholderText()));
+        // Another file typed: its suggestions are not known here, and the placeholder says so.
+        const QString shipped = panel->vectorsEdit()->text();
+        panel->vectorsEdit()->setText(tmp_.filePath(QStringLiteral("other.safetensors")));
+        QCOMPARE(panel->cvEdit()->placeholderText(), QStringLiteral("empty: the vector file's"));
+        panel->vectorsEdit()->setText(shipped);
+        QCOMPARE(panel->cvEdit()->placeholderText(), QStringLiteral("empty: the vector file's 16"));
     }
 
     void stopThenContinueWritesTheStudy() {

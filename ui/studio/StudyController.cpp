@@ -33,7 +33,7 @@ StudyController::StudyController(Worker* worker, ErrorReporter* errors, const Mo
     // The Steering panel's vector file is the grid's first proposal. A plan's file, once loaded,
     // is the vectors its run steers with (the file's suggestions came first: the plan wins);
     // queued, after every other listener (a live re-run the new vectors scheduled is then replaced).
-    connect(steering, &SteeringController::vectorsReady, this, [this](const VectorsInfo& info) { panel_->proposeVectors(info.filePath); });
+    connect(steering, &SteeringController::vectorsReady, this, &StudyController::proposeSteeringVectors);
     connect(
         steering, &SteeringController::vectorsReady, this,
         [this] {
@@ -49,13 +49,21 @@ StudyController::StudyController(Worker* worker, ErrorReporter* errors, const Mo
 
 StudySetup StudyController::setup() const { return panel_->setup(); }
 
+// The Steering panel's vector file as the grid's vectors (unless another was typed), and what it
+// suggests as the meaning of an empty c_k / c_v.
+void StudyController::proposeSteeringVectors() {
+    const VectorsInfo& v = steering_->vectors();
+    panel_->proposeVectors(v.filePath);
+    panel_->setFileSuggestions(v.filePath, v.suggestedCk, v.suggestedCv);
+}
+
 void StudyController::restore(const StudySetup& setup) {
     if (running_) stop();
     activeId_ = 0;   // a study still running belongs to the document before
     running_ = false;
     panel_->setRunning(false);
     panel_->setSetup(setup);
-    panel_->proposeVectors(steering_->vectors().filePath);
+    proposeSteeringVectors();
     panel_->setProgress(0, 1);
     StudyResults results;
     QString why;
@@ -103,7 +111,7 @@ void StudyController::start() {
         return;
     }
     if (panel_->setup().outDir.isEmpty()) panel_->setSuite(panel_->setup().suite);
-    panel_->proposeVectors(steering_->vectors().filePath);
+    proposeSteeringVectors();
     StudyRequest req;
     req.id = nextId_++;
     req.setup = panel_->setup();

@@ -49,6 +49,7 @@ Q_SIGNALS:
 
 private:
     void browse();
+    void proposeSteeringVectors();
     void applyNow(const StudyPlanSettings& plan);
     void onStarted(const StudyStarted& info);
     void onProgress(const StudyProgress& progress);

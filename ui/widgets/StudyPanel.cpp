@@ -44,8 +44,9 @@ StudyPanel::StudyPanel(QWidget* parent) : QWidget(parent) {
     vectors_ = axisEdit(this, tr("vector files, comma-separated"),
                         tr("One axis of the grid: vector files (relative to the suite's folder). The Steering panel's file is proposed."));
     form_->addRow(tr("Vectors"), vectors_);
-    ck_ = axisEdit(this, tr("the file's"), tr("c_k values, comma-separated (0,1): one plan each"));
-    cv_ = axisEdit(this, tr("1,2,4,8,16"), tr("c_v values, comma-separated: one plan each"));
+    ck_ = axisEdit(this, QString(), tr("c_k values, comma-separated (0,1): one plan each. Empty: the vector file's suggestion, else 1"));
+    cv_ = axisEdit(this, QString(), tr("c_v values, comma-separated (1,2,4,8,16): one plan each. Empty: the vector file's suggestion, else 1"));
+    sayWhatEmptyMeans();
     auto* strengths = new QHBoxLayout;
     strengths->addWidget(ck_, 1);
     strengths->addWidget(new QLabel(tr("c_v"), this));
@@ -75,6 +76,7 @@ StudyPanel::StudyPanel(QWidget* parent) : QWidget(parent) {
 
     for (QLineEdit* e : {form_->inputEdit(), form_->outDirEdit(), vectors_, ck_, cv_, layers_, operators_})
         connect(e, &QLineEdit::textEdited, this, &StudyPanel::setupEdited);
+    connect(vectors_, &QLineEdit::textChanged, this, &StudyPanel::sayWhatEmptyMeans);
     connect(form_->tokensBox(), &QSpinBox::valueChanged, this, &StudyPanel::setupEdited);
     connect(form_, &JobForm::browseRequested, this, &StudyPanel::browseRequested);
     connect(form_, &JobForm::runRequested, this, &StudyPanel::studyRequested);
@@ -110,6 +112,29 @@ void StudyPanel::setSetup(const StudySetup& s) {
     layers_->setText(s.layers);
     form_->setMaxNewTokens(s.maxNewTokens);
     proposedVectors_.clear();
+}
+
+void StudyPanel::setFileSuggestions(const QString& path, const QVector<double>& ck, const QVector<double>& cv) {
+    suggestionsOf_ = path;
+    suggestedCk_ = ck;
+    suggestedCv_ = cv;
+    sayWhatEmptyMeans();
+}
+
+// An empty c_k or c_v is one plan at the vector file's suggestion (or 1 without one): the
+// placeholder says so, with the numbers while the Vectors field names the file they came from.
+void StudyPanel::sayWhatEmptyMeans() {
+    const bool known = !suggestionsOf_.isEmpty() && vectors_->text().trimmed() == suggestionsOf_;
+    const auto meaning = [&](const QVector<double>& suggested) {
+        if (!known) return tr("empty: the vector file's");
+        if (suggested.isEmpty()) return tr("empty: 1 (the file suggests none)");
+        QStringList values;
+        for (double v : suggested) values << QString::number(v, 'g', 4);
+        return suggested.size() == 1 ? tr("empty: the vector file's %1").arg(values.front())
+                                     : tr("empty: the vector file's %1 (by layer)").arg(values.join(QLatin1Char(',')));
+    };
+    ck_->setPlaceholderText(meaning(suggestedCk_));
+    cv_->setPlaceholderText(meaning(suggestedCv_));
 }
 
 void StudyPanel::proposeVectors(const QString& path) {

@@ -29,6 +29,9 @@ public:
     void setSetup(const StudySetup& s);          // as saved: nothing is proposed
     void setSuite(const QString& path) { form_->setInput(path); }   // also proposes a study folder beside it
     void proposeVectors(const QString& path);    // the steering panel's file, unless another was typed
+    // What that file suggests (empty: nothing), for the c_k / c_v placeholders to say what an
+    // empty field means while the Vectors field names it.
+    void setFileSuggestions(const QString& path, const QVector<double>& ck, const QVector<double>& cv);
 
     QPushButton* studyButton() const { return form_->runButton(); }
     QPushButton* stopButton() const { return form_->stopButton(); }
@@ -36,6 +39,7 @@ public:
     FrontierPlot* plot() const { return plot_; }
     QTableWidget* table() const { return table_; }
     QLineEdit* vectorsEdit() const { return vectors_; }
+    QLineEdit* ckEdit() const { return ck_; }
     QLineEdit* cvEdit() const { return cv_; }
     QString status() const { return form_->status(); }
     const StudyResults& results() const { return results_; }
@@ -58,6 +62,7 @@ Q_SIGNALS:
 
 private:
     void selectPlanRows(int plan);
+    void sayWhatEmptyMeans();
 
     JobForm* form_ = nullptr;                    // suite, results folder, budget, Study / Stop
     QLineEdit* vectors_ = nullptr;
@@ -69,6 +74,8 @@ private:
     QTableWidget* table_ = nullptr;
     StudyResults results_;
     QString proposedVectors_;                    // the last file proposed (replaced by the next one)
+    QString suggestionsOf_;                      // the file whose suggestions these are
+    QVector<double> suggestedCk_, suggestedCv_;
 };
 
 } // namespace kvsteer::ui
