@@ -29,20 +29,12 @@ class TestStudioProcess : public QObject {
     // Starts a studio on the demo model that computes vectors toward another image (so its worker
     // writes into its scratch folder), runs and writes `ready` when both answers are in.
     void startStudio(QProcess& studio, const QString& ready) {
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("TMPDIR"), temp());
-        env.insert(QStringLiteral("XDG_DATA_HOME"), home_.filePath(QStringLiteral("data")));
-        env.insert(QStringLiteral("XDG_CONFIG_HOME"), home_.filePath(QStringLiteral("config")));
-        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
-        studio.setProcessEnvironment(env);
         const QString images = QString::fromStdString(referenceDir() + "/images");
-        studio.start(QStringLiteral(KVSTEER_STUDIO_PATH),
-                     {QStringLiteral("--image"), images + QStringLiteral("/red_square_336x336.png"), QStringLiteral("--steer-toward"),
-                      images + QStringLiteral("/shapes_224x224.png"), QStringLiteral("--prompt"), QStringLiteral("What color is the square?"),
-                      QStringLiteral("--max-new-tokens"), QStringLiteral("4"), QStringLiteral("--no-recovery"), QStringLiteral("--run"),
-                      QStringLiteral("--ready-file"), ready});
-        QVERIFY(studio.waitForStarted(30000));
-        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(ready), 120000);
+        startStudioWith(studio,
+                        {QStringLiteral("--image"), images + QStringLiteral("/red_square_336x336.png"), QStringLiteral("--steer-toward"),
+                         images + QStringLiteral("/shapes_224x224.png"), QStringLiteral("--prompt"), QStringLiteral("What color is the square?"),
+                         QStringLiteral("--max-new-tokens"), QStringLiteral("4"), QStringLiteral("--run")},
+                        ready);
     }
 
     // A studio started with `args` (offscreen, this test's homes, no recovery offer), waited for
