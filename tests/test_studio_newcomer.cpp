@@ -329,6 +329,35 @@ private Q_SLOTS:
         QVERIFY2(w.windowTitle().contains(QStringLiteral("strokes.kvsession")) && !w.isWindowModified(), qPrintable(w.windowTitle()));
         QCOMPARE(w.errorCount(), 0);
     }
+
+    // Work recovered after an unclean exit belongs to the session file it was opened from: the
+    // title names that file (modified), and Save proposes it, not the image's name.
+    void recoveryKeepsTheSessionsFile() {
+        const QString recovery = tmp_.filePath(QStringLiteral("kept-recovery.kvsession"));
+        const QString session = tmp_.filePath(QStringLiteral("my-work.kvsession"));
+        {
+            auto w = std::make_unique<MainWindow>(studioOptions(demoModelDir(), recovery));
+            QSignalSpy loaded(w.get(), &MainWindow::modelReady);
+            QSignalSpy shown(w.get(), &MainWindow::imageShown);
+            w->show();
+            QVERIFY(loaded.wait(kLoadTimeoutMs));
+            w->openImageFile(kDemoImages + QStringLiteral("/blue_circle.png"));
+            QVERIFY(shown.wait(kLoadTimeoutMs));
+            QVERIFY(w->saveSessionTo(session));
+            QSignalSpy autosaved(w.get(), &MainWindow::autosaved);
+            stroke(w->canvas(), {QPoint(1, 1), QPoint(2, 1)});
+            QVERIFY(autosaved.wait(5000));
+        }   // gone without closing: the recovery file stays
+        StudioOptions o = studioOptions(demoModelDir(), recovery);
+        o.offerRecovery = true;
+        BoxAnswerer box(QStringLiteral("Restore"));
+        MainWindow w(o);
+        QSignalSpy shown(&w, &MainWindow::imageShown);
+        w.show();
+        QTRY_VERIFY_WITH_TIMEOUT(box.answered && !shown.isEmpty(), kLoadTimeoutMs);
+        QCOMPARE(QFileInfo(w.suggestedSessionPath()).absoluteFilePath(), QFileInfo(session).absoluteFilePath());
+        QVERIFY2(w.windowTitle().startsWith(QStringLiteral("my-work.kvsession")) && w.isWindowModified(), qPrintable(w.windowTitle()));
+    }
 };
 
 QTEST_MAIN(TestStudioNewcomer)

@@ -212,12 +212,16 @@ bool DocumentController::openFrom(const QString& path) {
     return true;
 }
 
-bool DocumentController::save() { return sessionPath_.isEmpty() ? saveAs() : saveTo(sessionPath_); }
+// Recovered work is saved through the dialog, which proposes the file it came from: the person
+// confirms that the recovered state replaces it.
+bool DocumentController::save() { return sessionPath_.isEmpty() || recovered_ ? saveAs() : saveTo(sessionPath_); }
+
+QString DocumentController::suggestedSavePath() const {
+    return sessionPath_.isEmpty() ? QFileInfo(image_->name()).completeBaseName() + QStringLiteral(".kvsession") : sessionPath_;
+}
 
 bool DocumentController::saveAs() {
-    const QString suggested =
-        sessionPath_.isEmpty() ? QFileInfo(image_->name()).completeBaseName() + QStringLiteral(".kvsession") : sessionPath_;
-    const QString path = askSavePath(window_, tr("Save Session"), suggested, sessionFilter(), QStringLiteral(".kvsession"));
+    const QString path = askSavePath(window_, tr("Save Session"), suggestedSavePath(), sessionFilter(), QStringLiteral(".kvsession"));
     if (path.isEmpty()) return false;
     return saveTo(path);
 }
@@ -247,6 +251,7 @@ void DocumentController::updateTitle() {
 void DocumentController::autosave() {
     if (recoveryPath_.isEmpty()) return;
     SessionDocument s = collect();
+    s.savedAs = sessionPath_;   // so that a restore names the file the work belongs to
     const QString sibling = recoveryPath_ + QStringLiteral(".vectors");
     if (s.vectorsBlob.size() > kRecoveryInlineVectorsLimit) {   // large vectors: written once, beside the recovery file
         QFile f(sibling);
@@ -291,7 +296,8 @@ void DocumentController::offerRecoveryIfAny(const QString& whatFollows) {
     box.exec();
     if (box.clickedButton() == restore) {
         apply(s, tr("The recovered session"));
-        recovered_ = true;   // saved nowhere yet
+        sessionPath_ = s.savedAs;   // the file it came from, if any: the title names it, Save proposes it
+        recovered_ = true;          // saved nowhere yet
         dirty_ = true;
         updateTitle();
     } else {

@@ -48,6 +48,7 @@ public:
     bool openFrom(const QString& path);
     bool save();
     bool saveAs();
+    QString suggestedSavePath() const;   // what Save As proposes: the session's file, else the image's name
     void openDialog();
     // At start-up: offer the autosaved session if the last studio did not shut down cleanly;
     // `whatFollows` says what the command line does next (it replaces part of what is restored).

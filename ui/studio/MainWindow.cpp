@@ -391,6 +391,7 @@ void MainWindow::stop() {
 }
 
 bool MainWindow::saveSessionTo(const QString& path) { return document_->saveTo(path); }
+QString MainWindow::suggestedSessionPath() const { return document_->suggestedSavePath(); }
 bool MainWindow::openSessionFrom(const QString& path) { return document_->openFrom(path); }
 void MainWindow::exportVectorsTo(const QString& path) { steeringCtl_->exportTo(path); }
 void MainWindow::importVectorsFrom(const QString& path) { steeringCtl_->importFrom(path); }

@@ -97,6 +97,7 @@ public Q_SLOTS:
     void run();
     void stop();   // the run, and a model load in flight
     bool saveSessionTo(const QString& path);
+    QString suggestedSessionPath() const;   // what Save Session would propose
     bool openSessionFrom(const QString& path);
     void exportVectorsTo(const QString& path);
     void importVectorsFrom(const QString& path);

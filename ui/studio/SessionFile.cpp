@@ -136,6 +136,7 @@ QByteArray SessionFile::toJson(const SessionDocument& s) {
                                                     {QStringLiteral("cv"), s.study.cv},
                                                     {QStringLiteral("layers"), s.study.layers},
                                                     {QStringLiteral("max_new_tokens"), s.study.maxNewTokens}};
+    if (!s.savedAs.isEmpty()) root[QStringLiteral("saved_as")] = s.savedAs;
     return QJsonDocument(root).toJson(QJsonDocument::Indented);
 }
 
@@ -233,6 +234,8 @@ bool SessionFile::fromJson(const QByteArray& json, SessionDocument* out, QString
     s.heatmap.steeredRow = view.value(QStringLiteral("heatmap_steered")).toBool(true);
     s.heatmapLayer = view.value(QStringLiteral("heatmap_layer")).toInt(0);
     s.live = view.value(QStringLiteral("live")).toBool(true);
+
+    s.savedAs = root.value(QStringLiteral("saved_as")).toString();
 
     const QJsonObject study = root.value(QStringLiteral("study")).toObject();
     s.study.suite = study.value(QStringLiteral("suite")).toString();

@@ -47,6 +47,8 @@ struct SessionDocument {
     bool live = true;
 
     StudySetup study;                 // optional in the file: sessions before it have none
+
+    QString savedAs;                  // recovery files only: the session file the work belongs to
 };
 
 class SessionFile {
