@@ -3,7 +3,8 @@
 // (written by `kvsteer demo-pope`) runs with progress; Stop ends it after a batch with the items on
 // disk; Evaluate on the same folder continues it and ends with the summary — the same numbers the
 // CLI computes on that folder's items — and a table of the items whose correctness changed;
-// double-clicking one opens its image, question and box on the canvas, and Run answers it. A
+// double-clicking one opens its image, question and box on the canvas, and Run answers it (with
+// Live on, it runs by itself); a new image leaves no marker or "Last run" line of the one before. A
 // session the studio saves steers `kvsteer eval --session` to the studio's own answers.
 //
 // torch (through the core) before any Qt header.
@@ -26,6 +27,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -191,6 +193,39 @@ private Q_SLOTS:
         QCOMPARE(f.unsteeredText, row.unsteeredText);
         QCOMPARE(f.steeredText, row.steeredText);
         QCOMPARE(w_->errorCount(), 0);
+
+        // With Live on, a double-click runs the item by itself once its image and box are in (as a
+        // frontier point does): the run's answers are the eval's for that item.
+        QVERIFY(panel->table()->rowCount() > 1);
+        const EvalItemRow next = panel->changedItems()[panel->table()->item(1, 0)->data(Qt::UserRole).toInt()];
+        w_->promptPanel()->setLive(true);
+        QSignalSpy ran(w_.get(), &MainWindow::runDone);
+        const QRect second = panel->table()->visualItemRect(panel->table()->item(1, 1));
+        QTest::mouseClick(panel->table()->viewport(), Qt::LeftButton, Qt::NoModifier, second.center());
+        QTest::mouseDClick(panel->table()->viewport(), Qt::LeftButton, Qt::NoModifier, second.center());
+        QVERIFY2(ran.wait(kRunTimeoutMs), qPrintable(panel->status()));
+        const RunFinished live = ran.takeFirst().at(0).value<RunFinished>();
+        QCOMPARE(w_->promptPanel()->prompt(), next.question);
+        QCOMPARE(live.unsteeredText, next.unsteeredText);
+        QCOMPARE(live.steeredText, next.steeredText);
+        w_->promptPanel()->setLive(false);
+        QCOMPARE(w_->errorCount(), 0);
+    }
+
+    // What belonged to the last image goes with it: the heatmap cell marked on the canvas and the
+    // run summary's "Last run" line.
+    void nothingStaleAfterANewImage() {
+        QVERIFY(runAndWait(w_.get(), 4));
+        auto* summary = w_->findChild<QLabel*>(QStringLiteral("runInfo"));
+        QVERIFY(summary);
+        QTRY_VERIFY(summary->text().contains(QStringLiteral("Last run")));
+        w_->canvas()->highlightCell(3, 4);
+        QCOMPARE(w_->canvas()->highlightedCell(), QPoint(4, 3));
+        QSignalSpy shown(w_.get(), &MainWindow::imageShown);
+        w_->openImageFile(QStringLiteral(KVSTEER_STUDIO_DEMO_IMAGES_DIR "/blue_circle.png"));
+        QVERIFY(shown.wait(kLoadTimeoutMs));
+        QCOMPARE(w_->canvas()->highlightedCell(), QPoint(-1, -1));
+        QVERIFY2(!summary->text().contains(QStringLiteral("Last run")), qPrintable(summary->text()));
     }
 
     void cleanupTestCase() {

@@ -17,9 +17,9 @@
 namespace kvsteer::ui {
 
 EvalController::EvalController(Worker* worker, ErrorReporter* errors, const ModelController* model, ImageController* image,
-                               SteeringController* steering, const RunPanes& panes, EvalPanel* panel, QWidget* window)
-    : QObject(window), worker_(worker), errors_(errors), model_(model), image_(image), steering_(steering), panes_(panes), panel_(panel),
-      window_(window) {
+                               SteeringController* steering, RunController* runs, const RunPanes& panes, EvalPanel* panel, QWidget* window)
+    : QObject(window), worker_(worker), errors_(errors), model_(model), image_(image), steering_(steering), runs_(runs), panes_(panes),
+      panel_(panel), window_(window) {
     registerEvalTypes();
     connect(this, &EvalController::evalRequested, worker, &Worker::runEval, Qt::QueuedConnection);
     connect(worker, &Worker::evalStarted, this, &EvalController::onStarted);
@@ -30,6 +30,31 @@ EvalController::EvalController(Worker* worker, ErrorReporter* errors, const Mode
     connect(panel, &EvalPanel::stopRequested, this, &EvalController::stop);
     connect(panel, &EvalPanel::browseRequested, this, &EvalController::browse);
     connect(panel, &EvalPanel::itemActivated, this, &EvalController::open);
+    // An opened item runs once its image and cells are in; a newer image, or a failure, ends the
+    // wait. Queued: the window shows the image (and clears the last run's panes) first.
+    connect(
+        image, &ImageController::shown, this,
+        [this](const ImageInfo& info) {
+            if (!opened_ || opened_->imageId == 0) return;
+            if (info.id > opened_->imageId) opened_.reset();
+            else if (info.id == opened_->imageId) opened_->imageId = 0;
+            runOpenedItemIfLive();
+        },
+        Qt::QueuedConnection);
+    connect(image, &ImageController::failed, this, [this](quint64 id) {
+        if (opened_ && id >= opened_->imageId) opened_.reset();
+    });
+    connect(
+        steering, &SteeringController::maskLoaded, this,
+        [this](const QString& spec) {
+            if (!opened_ || spec != opened_->mask) return;
+            opened_->mask.clear();
+            runOpenedItemIfLive();
+        },
+        Qt::QueuedConnection);
+    connect(steering, &SteeringController::maskLoadFailed, this, [this](const QString& spec) {
+        if (opened_ && spec == opened_->mask) opened_.reset();
+    });
 }
 
 void EvalController::browse() {
@@ -74,14 +99,27 @@ void EvalController::stop() {
 }
 
 void EvalController::open(const EvalItemRow& row) {
-    if (!row.image.isEmpty() && !image_->openFile(row.image)) return;   // (an error was shown)
+    opened_.reset();
+    OpenedItem item;
+    if (!row.image.isEmpty() && !(item.imageId = image_->openFile(row.image))) return;   // (an error was shown)
     panes_.prompt->setPrompt(row.question);
     // The item's cells, read by the Worker after the image it just received (its queue is ordered).
-    if (row.hasBox)
-        steering_->importMaskFrom(QStringLiteral("box:%1,%2,%3,%4").arg(row.box[0]).arg(row.box[1]).arg(row.box[2]).arg(row.box[3]));
-    else if (!row.mask.isEmpty())
-        steering_->importMaskFrom(row.mask);
-    panel_->setStatus(tr("Item %1 is on the canvas: press Run to see both answers.").arg(row.id));
+    item.mask = row.hasBox ? QStringLiteral("box:%1,%2,%3,%4").arg(row.box[0]).arg(row.box[1]).arg(row.box[2]).arg(row.box[3]) : row.mask;
+    if (!item.mask.isEmpty()) steering_->importMaskFrom(item.mask);
+    const bool live = panes_.prompt->live();
+    panel_->setStatus(live ? tr("Item %1 is on the canvas; it runs as soon as its image and cells are in.").arg(row.id)
+                           : tr("Item %1 is on the canvas: press Run to see both answers.").arg(row.id));
+    // With Live on it runs by itself, as a frontier point or the demo scene does.
+    if (live) {
+        opened_ = item;
+        runOpenedItemIfLive();
+    }
+}
+
+void EvalController::runOpenedItemIfLive() {
+    if (!opened_ || opened_->imageId != 0 || !opened_->mask.isEmpty()) return;
+    opened_.reset();
+    if (panes_.prompt->live()) runs_->run();
 }
 
 void EvalController::onStarted(const EvalStarted& info) {

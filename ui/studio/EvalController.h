@@ -9,6 +9,8 @@
 
 #include <QObject>
 
+#include <optional>
+
 class QWidget;
 
 namespace kvsteer::ui {
@@ -24,7 +26,7 @@ class EvalController : public QObject {
     Q_OBJECT
 public:
     EvalController(Worker* worker, ErrorReporter* errors, const ModelController* model, ImageController* image,
-                   SteeringController* steering, const RunPanes& panes, EvalPanel* panel, QWidget* window);
+                   SteeringController* steering, RunController* runs, const RunPanes& panes, EvalPanel* panel, QWidget* window);
 
     bool running() const { return running_; }
     const EvalFinished& lastFinished() const { return lastFinished_; }
@@ -43,12 +45,14 @@ private:
     void onItem(const EvalItemRow& row);
     void onFinished(const EvalFinished& info);
     void onFailed(quint64 id, const QString& message);
+    void runOpenedItemIfLive();
 
     Worker* worker_;
     ErrorReporter* errors_;
     const ModelController* model_;
     ImageController* image_;
     SteeringController* steering_;
+    RunController* runs_;
     RunPanes panes_;
     EvalPanel* panel_;
     QWidget* window_;
@@ -57,6 +61,12 @@ private:
     bool running_ = false;
     int done_ = 0, total_ = 0;
     EvalFinished lastFinished_;
+    // An item opened on the canvas, waiting for its image and its cells before it runs (Live on).
+    struct OpenedItem {
+        quint64 imageId = 0;   // 0: no image asked for (a text item) or already shown
+        QString mask;          // the mask spec asked for; empty: none, or already loaded
+    };
+    std::optional<OpenedItem> opened_;
 };
 
 } // namespace kvsteer::ui

@@ -219,7 +219,7 @@ void MainWindow::createControllers() {
     runs_ = new RunController(worker_, errors_, status_, models_, images_, panes, this);
     atlas_ = new AtlasController(worker_, errors_, models_, images_, panes, atlasPanel_, this);
     steeringCtl_ = new SteeringController(worker_, errors_, status_, models_, images_, canvas_, prompt_, steering_, this);
-    eval_ = new EvalController(worker_, errors_, models_, images_, steeringCtl_, panes, evalPanel_, this);
+    eval_ = new EvalController(worker_, errors_, models_, images_, steeringCtl_, runs_, panes, evalPanel_, this);
     study_ = new StudyController(worker_, errors_, models_, steeringCtl_, runs_, panes, studyPanel_, this);
     connect(study_, &StudyController::shown, this, [this] {   // the results below the fields: scrolled into view
         if (auto* area = qobject_cast<QScrollArea*>(evalTabs_->widget(1))) area->ensureWidgetVisible(studyPanel_->plot(), 0, 0);

@@ -74,7 +74,14 @@ void RunController::stop() {
     worker_->cancelRunsBefore(nextRunId_);
 }
 
-void RunController::forgetRun() { haveRun_ = false; }
+// A new image, model or session: the last run described another scene, so Live waits for a Run and
+// the run summary drops its "Last run" line.
+void RunController::forgetRun() {
+    haveRun_ = false;
+    if (lastPrefill_.runId == 0) return;
+    lastPrefill_ = RunStarted();
+    Q_EMIT summaryChanged();
+}
 
 void RunController::editChanged() {
     PromptPanel* prompt = panes_.prompt;

@@ -60,6 +60,7 @@ PatchCanvas::PatchCanvas(QUndoStack* undoStack, QWidget* parent) : QWidget(paren
 void PatchCanvas::setImage(const QImage& crop, const QString& name) {
     image_ = crop;
     imageName_ = name;
+    highlightRow_ = highlightCol_ = -1;   // a heatmap cell's marker belongs to the image before
     updateHeightCap();
     update();
 }

@@ -86,6 +86,7 @@ public Q_SLOTS:
     void clearAll();
     void invert();
     void highlightCell(int row, int col);   // -1, -1 clears the highlight
+    QPoint highlightedCell() const { return {highlightCol_, highlightRow_}; }   // (col, row); (-1, -1): none
     void paintLastToken();                  // the strip's last token at the brush strength, the rest 0 (one undo step)
 
 Q_SIGNALS:
