@@ -310,6 +310,41 @@ private Q_SLOTS:
         QCOMPARE(old.prompt, w_->promptPanel()->prompt());
     }
 
+    // Another grid on the same suite: the proposed folder holds the study before, so this one goes
+    // to a fresh folder beside it (suite-2.study), said on the panel, and the study before is left as
+    // it was. A folder the person typed is never moved: its error stays.
+    void anotherGridGoesToAFreshFolder() {
+        StudyPanel* panel = w_->studyPanel();
+        panel->setSuite(suite_);
+        const QString before = tmp_.filePath(QStringLiteral("ds/suite.study"));
+        QCOMPARE(panel->setup().outDir, before);
+        const QDateTime written = QFileInfo(before + QStringLiteral("/items.jsonl")).lastModified();
+        panel->cvEdit()->setText(QStringLiteral("4"));
+        const StudyFinished done = study();
+        QVERIFY2(!done.stopped && done.results.valid(), qPrintable(panel->status() + QStringLiteral(" | ") + w_->lastErrorText()));
+        const QString fresh = tmp_.filePath(QStringLiteral("ds/suite-2.study"));
+        QCOMPARE(panel->setup().outDir, fresh);
+        QVERIFY(QFileInfo::exists(fresh + QStringLiteral("/summary.json")));
+        QCOMPARE(QFileInfo(before + QStringLiteral("/items.jsonl")).lastModified(), written);
+        QCOMPARE(w_->errorCount(), 0);
+
+        // Typed by the person: refused with the core's message, the folder kept.
+        const QString typed = tmp_.filePath(QStringLiteral("mine"));
+        QVERIFY(QDir().mkpath(typed));
+        QFile::copy(before + QStringLiteral("/study.json"), typed + QStringLiteral("/study.json"));
+        panel->setSetup([&] {
+            StudySetup s = panel->setup();
+            s.outDir = typed;
+            return s;
+        }());
+        QSignalSpy failed(w_->worker(), &Worker::studyFailed);
+        QTest::mouseClick(panel->studyButton(), Qt::LeftButton);
+        QVERIFY(failed.wait(60000));
+        QCOMPARE(panel->setup().outDir, typed);
+        QVERIFY2(panel->status().contains(QStringLiteral("holds another study")), qPrintable(panel->status()));
+        closeMessageBoxes();
+    }
+
     void cleanupTestCase() {
         closeMessageBoxes();
         w_.reset();

@@ -164,6 +164,17 @@ void EvalController::onFailed(quint64 id, const QString& message) {
     if (id != activeId_) return;
     running_ = false;
     panel_->setRunning(false);
+    // The proposed folder holds another run (a study's, or one with other settings): this one
+    // goes beside it.
+    const QString taken = panel_->outDir();
+    if (JobForm::folderTaken(message)) {
+        if (const QString fresh = panel_->proposeFreshOutDir(); !fresh.isEmpty()) {
+            start();
+            panel_->setStatus(tr("%1 holds another run; this one goes to %2.")
+                                  .arg(QDir::toNativeSeparators(taken), QDir::toNativeSeparators(fresh)));
+            return;
+        }
+    }
     panel_->setStatus(message);
     errors_->show(tr("Evaluate"), message);
 }

@@ -213,6 +213,17 @@ void StudyController::onFailed(quint64 id, const QString& message) {
     if (id != activeId_) return;
     running_ = false;
     panel_->setRunning(false);
+    // The proposed folder holds another study (the grid changed since): this one goes beside it.
+    const QString taken = panel_->setup().outDir;
+    if (JobForm::folderTaken(message)) {
+        if (const QString fresh = panel_->proposeFreshOutDir(); !fresh.isEmpty()) {
+            start();
+            panel_->setStatus(tr("%1 holds another study; this one goes to %2.")
+                                  .arg(QDir::toNativeSeparators(taken), QDir::toNativeSeparators(fresh)));
+            Q_EMIT edited();
+            return;
+        }
+    }
     panel_->setStatus(message);
     errors_->show(tr("Study"), message);
 }

@@ -24,6 +24,7 @@ public:
     void setDataset(const QString& path) { form_->setInput(path); }   // also proposes a results folder beside it
     QString outDir() const { return form_->outDir(); }
     void setOutDir(const QString& dir) { form_->setOutDir(dir); }
+    QString proposeFreshOutDir() { return form_->proposeFreshOutDir(); }   // JobForm::proposeFreshOutDir
     bool itemRegions() const;                  // each item's box or mask (else the painted map)
     QString metric() const;                    // pope | exact | contains
     int maxNewTokens() const { return form_->maxNewTokens(); }

@@ -71,6 +71,19 @@ void JobForm::setInput(const QString& path) {
 }
 
 QString JobForm::outDir() const { return outDir_->text().trimmed(); }
+
+QString JobForm::proposeFreshOutDir() {
+    const QFileInfo in(input());
+    const QString base = in.absolutePath() + QLatin1Char('/') + in.completeBaseName();
+    const QString current = outDir();
+    if (input().isEmpty() || !current.startsWith(base) || !current.endsWith(text_.outSuffix)) return {};
+    for (int n = 2;; ++n) {
+        const QString candidate = base + QStringLiteral("-%1").arg(n) + text_.outSuffix;
+        if (QFileInfo::exists(candidate)) continue;
+        setOutDir(candidate);
+        return candidate;
+    }
+}
 void JobForm::setOutDir(const QString& dir) { outDir_->setText(dir); }
 int JobForm::maxNewTokens() const { return tokens_->value(); }
 void JobForm::setMaxNewTokens(int tokens) { tokens_->setValue(tokens); }

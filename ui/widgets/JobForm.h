@@ -36,6 +36,13 @@ public:
     void setInput(const QString& path);   // also proposes a results folder beside it
     QString outDir() const;
     void setOutDir(const QString& dir);
+    // The results folder, when it is the one proposed beside the input and a job refused it
+    // (another job's files are there), moved to the next free name beside it: NAME-2<suffix>,
+    // NAME-3<suffix>, ... Returns the new folder; empty for a folder the person chose (theirs to change).
+    QString proposeFreshOutDir();
+    // Whether a job's error says that its results folder holds another job (the core's wording,
+    // core/eval/EvalReport.cpp and core/study/StudyJob.cpp: "... (use a new folder)").
+    static bool folderTaken(const QString& error) { return error.endsWith(QLatin1String("(use a new folder)")); }
     int maxNewTokens() const;
     void setMaxNewTokens(int tokens);
     QLineEdit* inputEdit() const { return input_; }

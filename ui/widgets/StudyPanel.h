@@ -29,6 +29,7 @@ public:
     void setSetup(const StudySetup& s);          // as saved: nothing is proposed
     void setSuite(const QString& path) { form_->setInput(path); }   // also proposes a study folder beside it
     void proposeVectors(const QString& path);    // the steering panel's file, unless another was typed
+    QString proposeFreshOutDir() { return form_->proposeFreshOutDir(); }   // JobForm::proposeFreshOutDir
     // What that file suggests (empty: nothing), for the c_k / c_v placeholders to say what an
     // empty field means while the Vectors field names it.
     void setFileSuggestions(const QString& path, const QVector<double>& ck, const QVector<double>& cv);
