@@ -279,6 +279,25 @@ private Q_SLOTS:
                 for (int col = 0; col < cols; ++col) QCOMPARE(h.at(l, r, col) > 0, r >= 2 && r <= 4 && col >= 3 && col <= 7);
         QCOMPARE(w_->errorCount(), errorsBefore);
     }
+
+    // A model switch with a painted mask: the mask is resampled once, from the grid it was painted
+    // on (8×14 under Qwen3-VL) straight to the image's grid under the new model (10×18 under
+    // Qwen2-VL), never through the model's square default grid; said beside the mask, no dialog.
+    void oneResampleOnAModelSwitch() {
+        QCOMPARE(w_->canvas()->gridRows(), 8);
+        QVERIFY(w_->canvas()->strength().paintedCells() > 0);
+        QSignalSpy resampled(w_->canvas(), &PatchCanvas::mapResampled);
+        QVERIFY(openModel(qwen2VlDir()));
+        QVERIFY(QTest::qWaitFor([&] { return w_->canvas()->gridCols() == 18; }, kLoadTimeoutMs));
+        QTest::qWait(100);
+        QCOMPARE(resampled.count(), 1);
+        QCOMPARE(resampled.first(), (QList<QVariant>{8, 14, 10, 18}));
+        QVERIFY2(w_->maskNoteText().contains(QStringLiteral("8×14 to 10×18")), qPrintable(w_->maskNoteText()));
+        QVERIFY(closeMessageBoxes().isEmpty());
+        // The person's next stroke makes the map theirs: the note goes.
+        stroke(w_->canvas(), {{0, 0}, {1, 0}});
+        QVERIFY(w_->maskNoteText().isEmpty());
+    }
 };
 
 QTEST_MAIN(TestStudioQwen)

@@ -13,12 +13,6 @@ void ErrorReporter::show(const QString& title, const QString& text) {
     openBox(QMessageBox::Warning, title, text);
 }
 
-void ErrorReporter::inform(const QString& title, const QString& text) {
-    lastNotice_ = text;
-    Q_EMIT informed(title, text);
-    openBox(QMessageBox::Information, title, text);
-}
-
 void ErrorReporter::openBox(int icon, const QString& title, const QString& text) {
     if (box_ && box_->isVisible() && box_->text() == text) return;   // no pile of identical dialogs
     auto* box = new QMessageBox(QMessageBox::Icon(icon), title, text, QMessageBox::Ok, window_);

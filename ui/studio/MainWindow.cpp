@@ -237,7 +237,10 @@ void MainWindow::createControllers() {
 void MainWindow::onModelLoaded(const ModelInfo& info) {
     runs_->forgetRun();
     atlas_->clear();
-    canvas_->setGridSize(info.gridRows, info.gridCols);   // a painted map of another grid is resampled (and said so)
+    // A painted map of another grid is resampled (and said so) once, onto the grid it lands on:
+    // with an image open that is the image's grid under this model, which comes next (the Worker
+    // prepares the image again), not the model's square default.
+    if (!(info.hasVision && !images_->bytes().isEmpty())) canvas_->setGridSize(info.gridRows, info.gridCols);
     steering_->setModel(info.layers, info.kvHeads);
     heatmaps_->setModel(info.layers, info.kvHeads, info.gridRows, info.gridCols);
     prompt_->setTemplate(info.family, info.promptTemplate);
@@ -302,8 +305,8 @@ void MainWindow::refreshAvailability() {
 void MainWindow::refreshModelStatus() { status_->showModel(models_->info(), models_->loading(), models_->loadingDirectory()); }
 
 void MainWindow::refreshRunSummary() {
-    runSummary_->show({steering_->planSettings(), canvas_->strength(), models_->info().layers, steeringCtl_->vectors(), runs_->lastPrefill(),
-                       runs_->lastStarted(), runs_->lastFinished()});
+    runSummary_->show({steering_->planSettings(), canvas_->strength(), steeringCtl_->maskNote(), models_->info().layers, steeringCtl_->vectors(),
+                       runs_->lastPrefill(), runs_->lastStarted(), runs_->lastFinished()});
 }
 
 // The default or remembered size, never larger than the screen the window opens on (a 1560×960
@@ -349,7 +352,7 @@ quint64 MainWindow::activeRunId() const { return runs_->activeRunId(); }
 const RunStarted& MainWindow::lastRunStarted() const { return runs_->lastStarted(); }
 const VectorsInfo& MainWindow::vectors() const { return steeringCtl_->vectors(); }
 QString MainWindow::lastErrorText() const { return errors_->lastText(); }
-QString MainWindow::lastNoticeText() const { return errors_->lastNotice(); }
+QString MainWindow::maskNoteText() const { return steeringCtl_->maskNote(); }
 int MainWindow::errorCount() const { return errors_->count(); }
 QString MainWindow::recoveryPath() const { return document_->recoveryPath(); }
 QByteArray MainWindow::imageBytes() const { return images_->bytes(); }

@@ -84,7 +84,7 @@ public:
     const RunStarted& lastRunStarted() const;
     const VectorsInfo& vectors() const;
     QString lastErrorText() const;
-    QString lastNoticeText() const;   // the last notice (e.g. a mask resampled onto the model's grid)
+    QString maskNoteText() const;   // what the run summary says beside the mask (a resample), "" for nothing
     int errorCount() const;
     QString recoveryPath() const;
     QByteArray imageBytes() const;

@@ -147,6 +147,7 @@ void MainWindow::wireControllers() {
 
     connect(runs_, &RunController::stateChanged, this, &MainWindow::refreshAvailability);
     connect(runs_, &RunController::summaryChanged, this, &MainWindow::refreshRunSummary);
+    connect(steeringCtl_, &SteeringController::maskNoteChanged, this, &MainWindow::refreshRunSummary);
     connect(runs_, &RunController::answered, document_, &DocumentController::markDirty);
     connect(runs_, &RunController::finished, this, &MainWindow::runDone);
 

@@ -35,6 +35,11 @@ SteeringController::SteeringController(Worker* worker, ErrorReporter* errors, St
 
     connect(worker, &Worker::vectorsCleared, this, &SteeringController::onCleared);
     connect(canvas, &PatchCanvas::mapResampled, this, &SteeringController::onMaskResampled);
+    connect(canvas, &PatchCanvas::editFinished, this, [this] {   // the person's own map now
+        if (maskNote_.isEmpty()) return;
+        maskNote_.clear();
+        Q_EMIT maskNoteChanged();
+    });
     connect(worker, &Worker::vectorsComputeFailed, this, [this](const QString& m) { onFailed(tr("Steering vectors"), m); });
     connect(worker, &Worker::vectorsImportFailed, this, [this](const QString&, const QString& m) { onFailed(tr("Import vectors"), m); });
     connect(worker, &Worker::sessionVectorsFailed, this, [this](const QString& m) { onFailed(tr("Steering vectors"), m); });
@@ -142,18 +147,19 @@ void SteeringController::onCleared() {
 // model, or a model of another family loaded over a painted mask). The canvas resampled it rather
 // than drop the person's work (PatchCanvas::setGridSize); say so, since the strengths and the cells
 // moved: it is theirs to check before steering with it.
+// A notice, not a question: it goes to the status bar and stays beside the mask in the run summary
+// until the next edit, without stopping the person with a dialog.
 void SteeringController::onMaskResampled(int fromRows, int fromCols, int toRows, int toCols) {
-    const QString model = model_->info().valid() ? tr("the model %1 (%2)").arg(model_->info().name, model_->info().family) : tr("the model");
-    errors_->inform(tr("Mask resampled"),
-                    tr("The painted mask was made for a %1×%2 patch grid, but %3 has %4×%5 patches. It was resampled onto the "
-                       "%4×%5 grid (each cell takes the mean strength of the part of the image it covers). Check it before "
-                       "steering; undo cannot bring the %1×%2 mask back.")
-                        .arg(fromRows)
-                        .arg(fromCols)
-                        .arg(model)
-                        .arg(toRows)
-                        .arg(toCols));
-    status_->message(tr("Mask resampled from %1×%2 to %3×%4 patches").arg(fromRows).arg(fromCols).arg(toRows).arg(toCols), 8000);
+    maskNote_ = tr("resampled from %1×%2 to %3×%4: check it before steering").arg(fromRows).arg(fromCols).arg(toRows).arg(toCols);
+    status_->message(tr("The painted mask was made for a %1×%2 patch grid; %3 lays this image out as %4×%5, so each cell took the mean "
+                        "strength of the part of the image it covers.")
+                         .arg(fromRows)
+                         .arg(fromCols)
+                         .arg(model_->info().valid() ? model_->info().name : tr("the model"))
+                         .arg(toRows)
+                         .arg(toCols),
+                     15000);
+    Q_EMIT maskNoteChanged();
 }
 
 void SteeringController::onFailed(const QString& title, const QString& message) {

@@ -28,6 +28,8 @@ public:
                        const ImageController* image, PatchCanvas* canvas, PromptPanel* prompt, SteeringPanel* panel, QWidget* window);
 
     const VectorsInfo& vectors() const { return vectors_; }
+    // Said beside the mask until the next edit: it was resampled from another grid ("" otherwise).
+    QString maskNote() const { return maskNote_; }
 
     // False: refused (an error was shown, or no target image was chosen); nothing was requested.
     // `proposeStrength`: once the vectors are in, strengthWanted() asks for a strength to suit them
@@ -51,6 +53,7 @@ public:
     void chooseTargetImage();
 
 Q_SIGNALS:
+    void maskNoteChanged();
     void computeRequested(const kvsteer::ui::RecipeRequest& request);
     void importRequested(const QString& path);
     void restoreRequested(const QByteArray& blob, const QString& origin);
@@ -83,6 +86,7 @@ private:
     SteeringPanel* panel_;
     QWidget* window_;
     VectorsInfo vectors_;
+    QString maskNote_;
     bool computing_ = false;
     bool proposeStrength_ = false;
 };

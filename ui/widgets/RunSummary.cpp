@@ -42,7 +42,9 @@ void RunSummary::show(const RunSummaryInput& in) {
                         .arg(!haveModel ? tr("layers —") : p.layerFrom == to ? tr("layer %1").arg(to) : tr("layers %1–%2").arg(p.layerFrom).arg(to))
                         .arg(heads));
     const QString cells = g.rows == 1 ? tr("tokens") : tr("patches");   // a text prompt's strip, or an image grid
-    row(tr("Mask"), tr("%1 of %2 %3 painted · max strength %4").arg(g.paintedCells()).arg(g.size()).arg(cells).arg(g.maximum(), 0, 'f', 2));
+    QString mask = tr("%1 of %2 %3 painted · max strength %4").arg(g.paintedCells()).arg(g.size()).arg(cells).arg(g.maximum(), 0, 'f', 2);
+    if (!in.maskNote.isEmpty()) mask += QStringLiteral(" · <span style='color:#b05a00'>%1</span>").arg(in.maskNote.toHtmlEscaped());
+    row(tr("Mask"), mask);
     row(tr("Vectors"), in.vectors.valid() ? QStringLiteral("%1 · %2").arg(in.vectors.recipe.toHtmlEscaped(), in.vectors.origin.toHtmlEscaped())
                                           : QStringLiteral("<span style='%1'>%2</span>").arg(grey, tr("none yet")));
     if (in.lastPrefill.runId != 0) {

@@ -11,6 +11,7 @@ namespace kvsteer::ui {
 struct RunSummaryInput {
     PlanSettings plan;
     StrengthGrid mask;
+    QString maskNote;                 // said after the mask's line (a resample), "" for none
     int modelLayers = 0;              // 0: no model loaded
     VectorsInfo vectors;
     RunStarted lastPrefill;           // the last run that prefilled (runId 0: none yet)
