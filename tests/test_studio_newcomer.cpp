@@ -28,6 +28,8 @@
 #include <QBuffer>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QMenu>
+#include <QMenuBar>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -296,6 +298,27 @@ private Q_SLOTS:
         BoxAnswerer none(QStringLiteral("Cancel"));
         QVERIFY(w->close());
         QVERIFY2(none.seen.isEmpty(), qPrintable(none.seen));
+    }
+
+    // Alt+letter reaches one item per menu: no two items of a menu share a mnemonic (the Edit menu
+    // had P for both "Copy as Python" and "Preferences…").
+    void menuMnemonicsAreUnique() {
+        MainWindow w(studioOptions(demoModelDir(), tmp_.filePath(QStringLiteral("menus.kvsession"))));
+        for (QAction* top : w.menuBar()->actions()) {
+            QMenu* menu = top->menu();
+            if (!menu) continue;
+            QMap<QChar, QString> taken;
+            for (QAction* a : menu->actions()) {
+                const QString text = a->text();
+                for (int i = text.indexOf(QLatin1Char('&')); i >= 0 && i + 1 < text.size(); i = text.indexOf(QLatin1Char('&'), i + 2)) {
+                    if (text[i + 1] == QLatin1Char('&')) continue;   // "&&" is a literal ampersand
+                    const QChar key = text[i + 1].toLower();
+                    QVERIFY2(!taken.contains(key), qPrintable(QStringLiteral("%1: \"%2\" and \"%3\" share %4").arg(top->text(), taken.value(key), text, key)));
+                    taken.insert(key, text);
+                    break;
+                }
+            }
+        }
     }
 
     // `kvsteer-studio --session FILE` opens the file at start, also where a first start would open

@@ -161,16 +161,16 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
     QMenu* file = window->menuBar()->addMenu(tr("&File"));
     openImage = item(file, icons::Id::OpenImage, true, tr("&Open Image…"), QKeySequence::Open, tr("Open the image to steer"));
     paste = item(file, icons::Id::Paste, true, tr("&Paste Image"), QKeySequence::Paste, tr("Use the image on the clipboard"));
-    recentImages_ = file->addMenu(tr("Recent &Images"));
+    recentImages_ = file->addMenu(tr("Recent Ima&ges"));
     file->addSeparator();
     openModel = item(file, icons::Id::OpenModel, true, tr("Open &Model Directory…"), QKeySequence(tr("Ctrl+Shift+O")),
                      tr("Load a model directory in the Hugging Face layout (%1): config.json, safetensors, tokenizer")
                          .arg(Worker::supportedFamilies().join(QStringLiteral(", "))));
-    recentModels_ = file->addMenu(tr("Recent Mo&dels"));
+    recentModels_ = file->addMenu(tr("Recent Mode&ls"));
     openDemoScene = item(file, icons::Id::OpenImage, false, tr("Open &Demo Scene"), QKeySequence(),
                          tr("The bundled demo: the red circle, \"What color is the circle?\", the red→blue vectors, the circle painted"));
     file->addSeparator();
-    openSession = item(file, icons::Id::OpenSession, true, tr("Open &Session…"), QKeySequence(tr("Ctrl+Alt+O")),
+    openSession = item(file, icons::Id::OpenSession, true, tr("Open Sessio&n…"), QKeySequence(tr("Ctrl+Alt+O")),
                        tr("Open a saved session (.kvsession)"));
     save = item(file, icons::Id::SaveSession, true, tr("&Save Session"), QKeySequence::Save,
                 tr("Save image, prompt, mask, plan, vectors and answers in one file"));
@@ -203,7 +203,7 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
     edit->addSeparator();
     edit->addActions(editActions_);
     edit->addSeparator();
-    copyPython = item(edit, icons::Id::ExportVectors, false, tr("Copy as &Python"), QKeySequence(tr("Ctrl+Shift+C")),
+    copyPython = item(edit, icons::Id::ExportVectors, false, tr("Copy as P&ython"), QKeySequence(tr("Ctrl+Shift+C")),
                       tr("Put a Hugging Face snippet for the current plan on the clipboard"));
     preferences = item(edit, icons::Id::About, false, tr("&Preferences…"), QKeySequence::Preferences, tr("Device, dtype and threads for loading models"));
 
@@ -234,7 +234,7 @@ void StudioActions::buildMenus(QMainWindow* window, PatchCanvas* canvas, QUndoSt
     study->setToolTip(tr("Judge a grid of plans on a suite of datasets: target success against preservation, and the frontier"));
 
     QMenu* help = window->menuBar()->addMenu(tr("&Help"));
-    connect(item(help, icons::Id::About, false, tr("&Quick Guide"), QKeySequence::HelpContents, tr("How to steer in five steps")),
+    connect(item(help, icons::Id::About, false, tr("Quick &Guide"), QKeySequence::HelpContents, tr("How to steer in five steps")),
             &QAction::triggered, window, [window] { showQuickGuide(window); });
     about = item(help, icons::Id::About, true, tr("&About kvsteer Studio"), QKeySequence(), tr("Version and credits"));
     connect(item(help, icons::Id::About, false, tr("About &Qt"), QKeySequence(), tr("The Qt version in use")), &QAction::triggered, qApp,
