@@ -158,6 +158,26 @@ private Q_SLOTS:
         QCOMPARE(hotCells(base, 1), block(4, 11, 4, 9));   // base cells 20.8 px wide: x 83.3..208.3
         QCOMPARE(w_->errorCount(), 0);
     }
+
+    // Over to Qwen2-VL and back with the painted mask: each switch resamples it once, onto the grid
+    // the picture has under the model now (24×40 crops → 10×18 → 24×40), never through a model's
+    // square default (24×24 here, which named a grid the picture does not have); no dialog.
+    void oneResampleEachWayOnAModelSwitch() {
+        QSignalSpy resampled(w_->canvas(), &PatchCanvas::mapResampled);
+        QSignalSpy ready(w_.get(), &MainWindow::modelReady);
+        w_->openModel(QString::fromStdString(referenceQwen2VlDir()));
+        QVERIFY(ready.wait(kLoadTimeoutMs));
+        QVERIFY(QTest::qWaitFor([&] { return w_->canvas()->gridCols() == 18; }, kLoadTimeoutMs));
+        w_->openModel(QString::fromStdString(referenceDir() + "/tiny-llava-next"));
+        QVERIFY(ready.wait(kLoadTimeoutMs));
+        QVERIFY(QTest::qWaitFor([&] { return w_->canvas()->gridCols() == 40; }, kLoadTimeoutMs));
+        QTest::qWait(100);
+        QCOMPARE(resampled.count(), 2);
+        QCOMPARE(resampled.at(0), (QList<QVariant>{24, 40, 10, 18}));
+        QCOMPARE(resampled.at(1), (QList<QVariant>{10, 18, 24, 40}));
+        QVERIFY(closeMessageBoxes().isEmpty());
+        QCOMPARE(w_->errorCount(), 0);
+    }
 };
 
 QTEST_MAIN(TestStudioLlavaNext)
