@@ -146,9 +146,8 @@ void SteeringController::onCleared() {
 // A painted map met a grid of another size (a session or the recovery file opened with another
 // model, or a model of another family loaded over a painted mask). The canvas resampled it rather
 // than drop the person's work (PatchCanvas::setGridSize); say so, since the strengths and the cells
-// moved: it is theirs to check before steering with it.
-// A notice, not a question: it goes to the status bar and stays beside the mask in the run summary
-// until the next edit, without stopping the person with a dialog.
+// moved: it is theirs to check before steering with it. A notice, not a question: the status bar,
+// and a note beside the mask in the run summary until the next edit, not a dialog.
 void SteeringController::onMaskResampled(int fromRows, int fromCols, int toRows, int toCols) {
     maskNote_ = tr("resampled from %1×%2 to %3×%4: check it before steering").arg(fromRows).arg(fromCols).arg(toRows).arg(toCols);
     status_->message(tr("The painted mask was made for a %1×%2 patch grid; %3 lays this image out as %4×%5, so each cell took the mean "

@@ -84,6 +84,7 @@ QString JobForm::proposeFreshOutDir() {
         return candidate;
     }
 }
+
 void JobForm::setOutDir(const QString& dir) { outDir_->setText(dir); }
 int JobForm::maxNewTokens() const { return tokens_->value(); }
 void JobForm::setMaxNewTokens(int tokens) { tokens_->setValue(tokens); }
